@@ -1,0 +1,69 @@
+/**
+ * The one table of responses the shim makes itself (SPEC §7): status, reason phrase, and the metric
+ * reason under which the rejection is counted. Every shim-made response body has the shape
+ * `{"statusCode": n, "message": "...", "error": "<reason phrase>"}`.
+ */
+import { STATUS_CODES } from 'node:http';
+
+/** Why the shim answered itself; bounded, used as a metric label. */
+export type RejectionReason =
+  | 'hygiene'
+  | 'upgrade'
+  | 'version'
+  | 'credentials'
+  | 'size'
+  | 'body'
+  | 'upstream_refused'
+  | 'upstream_reset'
+  | 'upstream_invalid'
+  | 'upstream_timeout'
+  | 'not_found';
+
+/** Status code per rejection reason (SPEC §3, §4, §5). */
+export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Object.freeze({
+  hygiene: 400,
+  upgrade: 501,
+  version: 426,
+  credentials: 401,
+  size: 413,
+  body: 400,
+  upstream_refused: 502,
+  upstream_reset: 502,
+  upstream_invalid: 502,
+  upstream_timeout: 504,
+  not_found: 404,
+});
+
+/**
+ * An error the shim answers itself. Thrown by gates and body rewrites; turned into the JSON error
+ * response by {@link errorBody}.
+ *
+ * @example
+ * throw new ShimError('body', 'Request body is not valid JSON: Unexpected token at byte 12.');
+ */
+export class ShimError extends Error {
+  /** HTTP status sent to the client. */
+  readonly statusCode: number;
+  /** Metric label / log field for why the request was rejected. */
+  readonly reason: RejectionReason;
+
+  constructor(reason: RejectionReason, message: string) {
+    super(message);
+    this.name = 'ShimError';
+    this.reason = reason;
+    this.statusCode = REJECTION_STATUS[reason];
+  }
+}
+
+/**
+ * Serializes a shim-made error as the service's error shape (SPEC §7).
+ * @param statusCode HTTP status (e.g. 401).
+ * @param message What is wrong and how to fix it.
+ * @returns UTF-8 JSON bytes `{"statusCode":401,"message":"…","error":"Unauthorized"}`.
+ */
+export function errorBody(statusCode: number, message: string): Buffer {
+  return Buffer.from(
+    JSON.stringify({ statusCode, message, error: STATUS_CODES[statusCode] ?? 'Error' }),
+    'utf8',
+  );
+}

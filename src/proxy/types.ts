@@ -1,0 +1,100 @@
+/**
+ * Public types of the forwarding core and the two seams that plugins register on.
+ *
+ * The core (`gates/`, `proxy/`) knows nothing of any particular API. A plugin looks at each admitted
+ * request once ({@link ProxyPlugin.onRequest}) and may return {@link ExchangeHooks}: a query rewrite, a
+ * bounded request-body rewrite, and/or a response patcher. A plugin that returns `undefined` costs the
+ * request nothing more.
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { SemVer } from 'semver';
+
+/**
+ * What the gates learned about one admitted request, shared with the seams and the request log.
+ * Created by the core for every request; plugins read it and append to {@link responseHeaders} and
+ * {@link logFields}.
+ */
+export interface Exchange {
+  /** Request method as sent (upper case for every real client). */
+  readonly method: string;
+  /** Origin-form path without the query, exactly as sent (not percent-decoded). */
+  readonly path: string;
+  /** Raw query without the leading `?`; `''` when there is none. */
+  readonly rawQuery: string;
+  /** Request headers (lower-cased names, as Node parses them). */
+  readonly headers: IncomingHttpHeaders;
+  /** Parsed client version; `undefined` on public paths and preflights, which skip the version gate. */
+  clientVersion: SemVer | undefined;
+  /**
+   * Response headers the shim adds (e.g. `Warning`), in order. They are set on the upstream's response
+   * and on errors the shim makes itself. Names are case-insensitive; repeated names are sent repeated.
+   */
+  readonly responseHeaders: Array<[name: string, value: string]>;
+  /** Extra fields for this request's log line (bounded, non-secret values only). */
+  readonly logFields: Record<string, unknown>;
+}
+
+/** A bounded rewrite of the request body, run by the core after it has buffered the whole body. */
+export interface BodyRewrite {
+  /**
+   * Returns the body to forward (the same Buffer when nothing changes), given the complete request body
+   * (at most `MAX_REWRITE_BODY` bytes; the core answers 413 above that without calling this).
+   * @throws {ShimError} with status 400 for a body the rewrite cannot accept (e.g. malformed JSON).
+   */
+  rewrite(body: Buffer): Buffer;
+}
+
+/**
+ * Result of a response patch: the new body, the upstream's bytes unchanged, or unchanged because the
+ * patch could not apply (counted in `shim_response_patches_skipped_total{reason}` and logged).
+ */
+export type PatchOutcome =
+  | { readonly kind: 'patched'; readonly body: Buffer }
+  | { readonly kind: 'unchanged' }
+  | { readonly kind: 'skipped'; readonly reason: 'invalid_json' | 'too_deep' };
+
+/** A patch of one upstream response, chosen from its status and headers before any byte of body is read. */
+export interface ResponsePatch {
+  /**
+   * Patches the complete response body, already decoded from `Content-Encoding`, at most
+   * `MAX_PATCH_BODY` bytes (above that the core forwards the response unpatched and counts `too_large`).
+   * Must not throw for any input.
+   */
+  patch(body: Buffer): PatchOutcome;
+}
+
+/** What a plugin wants done to one exchange. Every member is optional. */
+export interface ExchangeHooks {
+  /**
+   * Rewrites the raw query (without `?`); returns the same string when nothing changes. Called once,
+   * before the request is forwarded.
+   */
+  rewriteQuery?(rawQuery: string): string;
+  /** Present when the request body must be buffered and rewritten (bounded by `MAX_REWRITE_BODY`). */
+  body?: BodyRewrite;
+  /**
+   * Called when the upstream's response headers arrive. Returns a patch to buffer and rewrite the body,
+   * or `undefined` to stream it untouched. May append to `exchange.responseHeaders`.
+   */
+  onResponse?(status: number, headers: IncomingHttpHeaders): ResponsePatch | undefined;
+}
+
+/** A plugin on the two seams (request rewriter and response patcher). */
+export interface ProxyPlugin {
+  /** Short name for logs and metrics. */
+  readonly name: string;
+  /**
+   * Called once per admitted request after the gates, with the original request.
+   * Returns hooks, or `undefined` to leave the exchange untouched (and cost nothing more).
+   */
+  onRequest(exchange: Exchange, req: IncomingMessage): ExchangeHooks | undefined;
+}
+
+/** What the composition root hands to a plugin factory. */
+export interface PluginContext {
+  readonly logger: Logger;
+  /** The shared Prometheus registry; plugins register their own bounded-label metrics on it. */
+  readonly registry: Registry;
+}
