@@ -7,8 +7,8 @@
  * request nothing more.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { SemVer } from 'semver';
 
 /**

@@ -1,0 +1,131 @@
+/**
+ * The composition root: hygiene → gates → plugins (the alias layer, one line) → proxy.
+ * The only module that knows which plugins exist.
+ */
+import type { IncomingMessage } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
+import { credentialGate } from './gates/credentials.ts';
+import { hygieneGate } from './gates/hygiene.ts';
+import { publicPathGate } from './gates/public-paths.ts';
+import { type CoreMetrics, methodLabel, routeClass } from './observability/metrics.ts';
+import { requestLog } from './observability/request-log.ts';
+import { ShimError } from './proxy/errors.ts';
+import { createExchangeState, type ExchangeState, stateOf } from './proxy/exchange.ts';
+import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
+import { ClientAbortedError } from './proxy/request-body.ts';
+import { sendError } from './proxy/respond.ts';
+import { ServiceVersion } from './proxy/service-version.ts';
+import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
+
+/** What {@link createShim} needs besides the configuration. */
+export interface ShimDependencies {
+  logger: Logger;
+  metrics: CoreMetrics;
+  /** The upstream to forward to (configured, or the embedded reference backend's address). */
+  upstream: URL;
+}
+
+/** The assembled front door. */
+export interface Shim {
+  /** The request handler for the front-door server. */
+  readonly app: Express;
+  /** The upstream connection pool (closed on shutdown). */
+  readonly forwarder: Forwarder;
+  /** The service version, configured or learned from the upstream. */
+  readonly serviceVersion: ServiceVersion;
+}
+
+/**
+ * Builds the shim's request pipeline (SPEC §3 order of checks).
+ * @param config The validated configuration.
+ * @param deps Logger, metrics and upstream address.
+ */
+export function createShim(config: Config, deps: ShimDependencies): Shim {
+  const { logger, metrics } = deps;
+  const context: PluginContext = { logger, registry: metrics.registry };
+  const plugins: ProxyPlugin[] = [];
+  void context;
+
+  const serviceVersion = new ServiceVersion(config.serviceVersion);
+  const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
+  const responseHeaders = (state: ExchangeState, upstream: IncomingMessage['headers'] | undefined) => {
+    const out: string[] = [];
+    if (upstream) serviceVersion.observe(upstream[serviceVersionHeader]);
+    else if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+    for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
+    const outdated = outdatedClientWarning(state.exchange.clientVersion, serviceVersion.parsed);
+    if (outdated) out.push('Warning', outdated);
+    return out;
+  };
+
+  const forwarder = createForwarder({
+    upstream: deps.upstream,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
+    maxRewriteBody: config.maxRewriteBody,
+    maxPatchBody: config.maxPatchBody,
+    metrics,
+    logger,
+    responseHeaders,
+  });
+
+  const start: RequestHandler = (req, res, next) => {
+    const state = createExchangeState(req, performance.now());
+    state.route = routeClass(state.exchange.path);
+    res.locals.shim = state;
+    res.once('finish', () => {
+      const status = String(res.statusCode);
+      metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
+      metrics.duration.observe({ route: state.route }, (performance.now() - state.startedAt) / 1000);
+    });
+    next();
+  };
+
+  const applyPlugins: RequestHandler = (req, res, next) => {
+    const state = stateOf(res);
+    for (const plugin of plugins) {
+      const hooks = plugin.onRequest(state.exchange, req);
+      if (hooks) state.hooks.push(hooks);
+    }
+    next();
+  };
+
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
+    const state = stateOf(res);
+    if (err instanceof ClientAbortedError) {
+      res.destroy();
+      return;
+    }
+    if (err instanceof ShimError) {
+      state.rejection = err.reason;
+      metrics.rejections.inc({ reason: err.reason });
+      sendError(res, err.statusCode, err.message, responseHeaders(state, undefined), hasLargeUnreadBody(req));
+      return;
+    }
+    logger.error({ err, path: state?.exchange.path }, 'unexpected error in the request pipeline');
+    sendError(res, 500, 'The proxy failed unexpectedly; the error was logged.', [], true);
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(start);
+  app.use(requestLog(logger));
+  app.use(hygieneGate());
+  app.use(publicPathGate(config.publicPaths));
+  app.use(
+    clientVersionGate({
+      header: config.clientVersionHeader.toLowerCase(),
+      headerDisplayName: config.clientVersionHeader,
+      minimum: config.minClientVersion,
+    }),
+  );
+  app.use(credentialGate({ cookies: config.authCookies, apiKeyHeader: config.apiKeyHeader }));
+  app.use(applyPlugins);
+  app.use(forwarder.handler);
+  app.use(onError);
+  return { app, forwarder, serviceVersion };
+}

@@ -1,0 +1,84 @@
+/**
+ * The client-version gate (service document part 9; SPEC §3 step 4).
+ */
+import type { RequestHandler } from 'express';
+import { lt, parse, type SemVer } from 'semver';
+import { ShimError } from '../proxy/errors.ts';
+import { stateOf } from '../proxy/exchange.ts';
+
+/** Python's PEP 440 dev release form `X.Y.Z.devN`, read as SemVer `X.Y.Z-dev.N`. */
+const PYTHON_DEV = /^(\d+\.\d+\.\d+)\.dev(\d+)$/;
+/** Strict SemVer 2.0.0 grammar (semver.org), no `v` prefix, no surrounding space. */
+const STRICT_SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+
+/**
+ * Parses a client version header value.
+ * Accepts strict SemVer 2.0 (`0.59.0`, `0.59.0-rc.1`, `0.59.0+build`) and the Python dev form
+ * `0.59.0.dev20260101` (read as `0.59.0-dev.20260101`). Rejects `v0.59.0`, `0.59`, surrounding spaces.
+ * @param value The header value as received, or `undefined` when absent.
+ * @returns The parsed version, or `undefined` when absent, empty or not a version.
+ */
+export function parseClientVersion(value: string | string[] | undefined): SemVer | undefined {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 256) return undefined;
+  const dev = PYTHON_DEV.exec(value);
+  const text = dev ? `${dev[1]}-dev.${dev[2]}` : value;
+  if (!STRICT_SEMVER.test(text)) return undefined;
+  return parse(text) ?? undefined;
+}
+
+/**
+ * Whether `version` is below `minimum` (prereleases count as below their release:
+ * `1.0.0-rc.1` < `1.0.0`, as `semver.lt` compares; `semver.satisfies` would not).
+ */
+export function isBelow(version: SemVer, minimum: SemVer | undefined): boolean {
+  return minimum !== undefined && lt(version, minimum);
+}
+
+/** Options of {@link clientVersionGate}. */
+export interface ClientVersionRules {
+  /** Lower-cased request header name (`CLIENT_VERSION_HEADER`). */
+  header: string;
+  /** Header name as configured, for messages. */
+  headerDisplayName: string;
+  /** `MIN_CLIENT_VERSION`. */
+  minimum: SemVer | undefined;
+}
+
+/**
+ * Express middleware: 426 for a missing, malformed or too old client version; stores the parsed
+ * version on the exchange.
+ */
+export function clientVersionGate(rules: ClientVersionRules): RequestHandler {
+  return (req, res, next) => {
+    const state = stateOf(res);
+    if (state.unchecked) return next();
+    const version = parseClientVersion(req.headers[rules.header]);
+    if (!version) {
+      throw new ShimError(
+        'version',
+        `Send the header ${rules.headerDisplayName} with your client's semantic version (e.g. 0.59.0).`,
+      );
+    }
+    if (isBelow(version, rules.minimum)) {
+      throw new ShimError(
+        'version',
+        `Client version ${version.version} is no longer supported; upgrade to ${rules.minimum?.version} or later.`,
+      );
+    }
+    state.exchange.clientVersion = version;
+    next();
+  };
+}
+
+/**
+ * The outdated-client warning (SPEC §6): `299 - "client <v> is older than service <s>; please upgrade"`
+ * when both versions are known and the client's is lower; else `undefined`.
+ */
+export function outdatedClientWarning(
+  client: SemVer | undefined,
+  service: SemVer | undefined,
+): string | undefined {
+  if (!client || !service || !lt(client, service)) return undefined;
+  return `299 - "client ${client.version} is older than service ${service.version}; please upgrade"`;
+}

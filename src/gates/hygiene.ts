@@ -1,0 +1,99 @@
+/**
+ * Request hygiene (SPEC §3 step 1): reject request targets and framing that different HTTP parsers
+ * could read differently, before anything else looks at the request.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RequestHandler } from 'express';
+import { ShimError } from '../proxy/errors.ts';
+
+/** Percent-encodings that must never appear in a path: `/`, `\`, NUL. */
+const FORBIDDEN_ENCODING = /%(?:2f|5c|00)/i;
+/** A dot segment: `.` or `..`, percent-encoded or not, also with `;` matrix parameters (`..;x`). */
+const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:;[^/]*)?(?:\/|$)/i;
+/** How many rounds of percent-decoding are inspected (`%25252e` is three rounds from `.`). */
+const DECODE_ROUNDS = 4;
+
+/** Decodes every `%XX` to the byte's Latin-1 character, leaving malformed escapes as they are. */
+function percentDecodeBytes(text: string): string {
+  return text.replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
+/**
+ * Checks a request target (the raw `req.url`) for the hygiene rules of SPEC §3:
+ * origin-form only (RFC 9112 §3.2.1), no dot segments (RFC 3986 §3.3, also `%2e` and double
+ * encodings), no encoded slash or backslash, no backslash, no NUL.
+ * @param target The raw request target, e.g. `/missions/1?x=y`.
+ * @returns `undefined` when clean, else the message for a 400.
+ */
+export function checkRequestTarget(target: string): string | undefined {
+  if (target.charCodeAt(0) !== 0x2f /* / */) {
+    return 'The request target must be in origin-form (a path starting with "/"); absolute-form, authority-form and "*" are not accepted.';
+  }
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
+  // Fast path: the common clean path has none of `.`, `%`, `\`, NUL, `;`.
+  if (!/[.%\\\0;]/.test(path)) return undefined;
+  // Inspect the path as sent and after each round of decoding, so that double encodings
+  // (`%252e%252e`, `%25%32%66`) cannot smuggle a segment past a server that decodes twice.
+  let level = path;
+  for (let round = 0; round < DECODE_ROUNDS; round++) {
+    if (level.includes('\\')) return 'The path must not contain a backslash (also percent-encoded).';
+    if (level.includes('\0')) return 'The path must not contain NUL (also percent-encoded).';
+    if (FORBIDDEN_ENCODING.test(level))
+      return 'The path must not contain an encoded slash, backslash or NUL.';
+    if (DOT_SEGMENT.test(level)) {
+      return 'The path must not contain "." or ".." segments (also percent-encoded).';
+    }
+    const next = level.includes('%') ? percentDecodeBytes(level) : level;
+    if (next === level) return undefined;
+    level = next;
+  }
+  return 'The path is percent-encoded too many times over.';
+}
+
+/**
+ * Checks message framing (RFC 9112 §6.1, §6.3): a request with both `Content-Length` and
+ * `Transfer-Encoding`, or a `Transfer-Encoding` other than exactly `chunked`, is ambiguous between
+ * parsers (request smuggling) and is rejected.
+ * @param headers The parsed request headers.
+ * @returns `undefined` when the framing is unambiguous, else the message for a 400.
+ */
+export function checkFraming(headers: IncomingHttpHeaders): string | undefined {
+  const te = headers['transfer-encoding'];
+  if (te === undefined) return undefined;
+  if (headers['content-length'] !== undefined) {
+    return 'A request must not carry both Content-Length and Transfer-Encoding.';
+  }
+  if (te.trim().toLowerCase() !== 'chunked') {
+    return 'Transfer-Encoding must be exactly "chunked".';
+  }
+  return undefined;
+}
+
+/**
+ * Whether the request asks for a protocol upgrade (WebSocket, h2c), which the shim does not support.
+ * @returns `true` when an `Upgrade` header is present.
+ */
+export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
+  return headers.upgrade !== undefined;
+}
+
+/**
+ * The hygiene gate for one request.
+ * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
+ */
+export function assertHygiene(target: string, headers: IncomingHttpHeaders): void {
+  if (isUpgradeRequest(headers)) {
+    throw new ShimError('upgrade', 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
+  }
+  const problem = checkRequestTarget(target) ?? checkFraming(headers);
+  if (problem) throw new ShimError('hygiene', problem);
+}
+
+/** Express middleware for {@link assertHygiene}; passes a {@link ShimError} to the error handler. */
+export function hygieneGate(): RequestHandler {
+  return (req, _res, next) => {
+    assertHygiene(req.url, req.headers);
+    next();
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * Public paths and CORS preflights (SPEC §3 steps 2 and 3): requests that are forwarded without the
+ * version and credential gates.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RequestHandler } from 'express';
+import { stateOf } from '../proxy/exchange.ts';
+
+/** Public path rules as read from `PUBLIC_PATHS`. */
+export interface PublicPaths {
+  /** Exact paths; one trailing slash is also accepted. Case-sensitive. */
+  exact: readonly string[];
+  /** Prefixes (entries that ended in `/*`, kept with their trailing `/`). */
+  prefixes: readonly string[];
+}
+
+/**
+ * Builds the public-path predicate.
+ * @param rules Exact entries and prefixes.
+ * @returns `(path) => boolean` for a raw path without the query (already hygiene-checked, so it has
+ * no dot segments or encoded slashes that could step out of a prefix).
+ * @example
+ * const isPublic = publicPathMatcher({ exact: ['/api/health'], prefixes: ['/static/'] });
+ * isPublic('/api/health/'); // true
+ * isPublic('/api/healthz'); // false
+ */
+export function publicPathMatcher(rules: PublicPaths): (path: string) => boolean {
+  const exact = new Set<string>();
+  for (const p of rules.exact) {
+    const bare = p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p;
+    exact.add(bare);
+    exact.add(bare === '/' ? bare : `${bare}/`);
+  }
+  const prefixes = [...rules.prefixes];
+  return (path) => {
+    if (exact.has(path)) return true;
+    for (const prefix of prefixes) if (path.startsWith(prefix)) return true;
+    return false;
+  };
+}
+
+/**
+ * Whether a request is a CORS preflight (Fetch standard, "CORS-preflight request"): `OPTIONS` with
+ * `Origin` and `Access-Control-Request-Method`. Browsers send neither cookies nor custom headers on a
+ * preflight, so it cannot pass the version and credential gates and is forwarded unchecked.
+ */
+export function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
+  return (
+    method === 'OPTIONS' &&
+    headers.origin !== undefined &&
+    headers['access-control-request-method'] !== undefined
+  );
+}
+
+/**
+ * Express middleware marking preflights and public paths as unchecked: the version and credential
+ * gates let them pass (SPEC §3 steps 2–3).
+ */
+export function publicPathGate(rules: PublicPaths): RequestHandler {
+  const isPublic = publicPathMatcher(rules);
+  return (req, res, next) => {
+    const state = stateOf(res);
+    if (isPreflight(state.exchange.method, req.headers)) state.unchecked = 'preflight';
+    else if (isPublic(state.exchange.path)) state.unchecked = 'public';
+    next();
+  };
+}

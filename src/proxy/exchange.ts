@@ -1,0 +1,61 @@
+/**
+ * Per-request state shared by the gates, the seams, the forwarder and the request log.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RejectionReason } from './errors.ts';
+import type { Exchange, ExchangeHooks } from './types.ts';
+
+/** What the core keeps for one request (on `res.locals.shim`). */
+export interface ExchangeState {
+  readonly exchange: Exchange;
+  /** `performance.now()` when the request arrived, in ms. */
+  readonly startedAt: number;
+  /** Bounded route class for metrics. */
+  route: string;
+  /** Set by the preflight and public-path gates: skip the version and credential gates. */
+  unchecked: 'preflight' | 'public' | undefined;
+  /** Hooks the plugins returned for this request. */
+  hooks: ExchangeHooks[];
+  /** The rewritten request body to forward instead of the client's stream. */
+  forwardBody: Buffer | undefined;
+  /** Why the shim answered itself, when it did. */
+  rejection: RejectionReason | undefined;
+  /** Set when the upstream timer fired, so the resulting error maps to 504. */
+  upstreamTimedOut: boolean;
+  /** `performance.now()` when the request was handed to the upstream, in ms. */
+  upstreamStartedAt: number;
+}
+
+/**
+ * Creates the exchange for a request: splits the raw target into path and query.
+ * @param req The incoming request (`req.url` in origin-form, already hygiene-checked or not).
+ */
+export function createExchangeState(req: IncomingMessage, startedAt: number): ExchangeState {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const exchange: Exchange = {
+    method: req.method ?? 'GET',
+    path: q === -1 ? url : url.slice(0, q),
+    rawQuery: q === -1 ? '' : url.slice(q + 1),
+    headers: req.headers,
+    clientVersion: undefined,
+    responseHeaders: [],
+    logFields: {},
+  };
+  return {
+    exchange,
+    startedAt,
+    route: 'unknown',
+    unchecked: undefined,
+    hooks: [],
+    forwardBody: undefined,
+    rejection: undefined,
+    upstreamTimedOut: false,
+    upstreamStartedAt: 0,
+  };
+}
+
+/** The state of a request, as stored by the first middleware. */
+export function stateOf(res: ServerResponse): ExchangeState {
+  return (res as ServerResponse & { locals: { shim: ExchangeState } }).locals.shim;
+}
