@@ -197,16 +197,20 @@ export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(ENV
  * @throws {ConfigError} listing one line per invalid variable, e.g. `PORT: must be a port number`.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = ENV_SCHEMA.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
-  }
-  const e = parsed.data;
+  // Each variable is parsed on its own so that every problem is reported at once, cross-variable
+  // checks included.
   const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(ENV_SCHEMA.shape)) {
+    const result = schema.safeParse(env[name]);
+    if (result.success) values[name] = result.data;
+    else for (const issue of result.error.issues) problems.push(`${name}: ${issue.message}`);
+  }
+  const e = values as z.infer<typeof ENV_SCHEMA>;
   if (e.ALIAS_DEPRECATED_AT && e.ALIAS_SUNSET_AT && e.ALIAS_SUNSET_AT < e.ALIAS_DEPRECATED_AT) {
     problems.push('ALIAS_SUNSET_AT: must not be earlier than ALIAS_DEPRECATED_AT (RFC 9745 §3)');
   }
-  if (e.PORT === e.ADMIN_PORT && e.PORT !== 0) {
+  if (e.PORT !== undefined && e.PORT === e.ADMIN_PORT && e.PORT !== 0) {
     problems.push('ADMIN_PORT: must differ from PORT (the admin listener is never the front door)');
   }
   if (problems.length > 0) throw new ConfigError(problems);

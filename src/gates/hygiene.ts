@@ -29,6 +29,9 @@ export function checkRequestTarget(target: string): string | undefined {
   if (target.charCodeAt(0) !== 0x2f /* / */) {
     return 'The request target must be in origin-form (a path starting with "/"); absolute-form, authority-form and "*" are not accepted.';
   }
+  // A fragment is never part of a request target (RFC 9112 §3.2.1); Node passes a raw `#` through,
+  // and `/static/..#/user/me` would otherwise end a dot segment unseen.
+  if (target.includes('#')) return 'The request target must not contain "#".';
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
   // Fast path: the common clean path has none of `.`, `%`, `\`, NUL, `;`.
@@ -64,7 +67,9 @@ export function checkFraming(headers: IncomingHttpHeaders): string | undefined {
   if (headers['content-length'] !== undefined) {
     return 'A request must not carry both Content-Length and Transfer-Encoding.';
   }
-  if (te.trim().toLowerCase() !== 'chunked') {
+  // Only SP and HTAB are optional whitespace around a field value (RFC 9110 §5.5); `String#trim`
+  // would also strip NBSP, VT, FF and BOM and accept `chunked\u00a0`.
+  if (te.replace(/^[ \t]+|[ \t]+$/g, '').toLowerCase() !== 'chunked') {
     return 'Transfer-Encoding must be exactly "chunked".';
   }
   return undefined;

@@ -14,6 +14,7 @@ import { DecodedTooLargeError, decodeBody, encodeBody, supportedCoding } from '.
 import { ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { connectionTokens, endToEndRawHeaders, HOP_BY_HOP } from './hop-by-hop.ts';
+import { countStreamedBytes, scavengingEnabled } from './memory.ts';
 import { readBoundedBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import type { ResponsePatch } from './types.ts';
@@ -80,6 +81,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       proxyReq.write(state.forwardBody);
     } else if (req.headers['transfer-encoding'] !== undefined) {
       proxyReq.setHeader('transfer-encoding', 'chunked');
+      if (scavengingEnabled) req.on('data', countChunk);
+    } else if (scavengingEnabled && Number(req.headers['content-length']) > LARGE_BODY) {
+      req.on('data', countChunk);
     }
     appendForwarded(proxyReq, req);
 
@@ -305,7 +309,17 @@ function streamThrough(proxyRes: IncomingMessage, res: ServerResponse, extra: st
     ...endToEndRawHeaders(proxyRes.rawHeaders),
     ...extra,
   ]);
+  const length = proxyRes.headers['content-length'];
+  if (scavengingEnabled && (length === undefined || Number(length) > LARGE_BODY))
+    proxyRes.on('data', countChunk);
   proxyRes.pipe(res);
+}
+
+/** Bodies above this many bytes (or of unknown length) are counted for {@link countStreamedBytes}. */
+const LARGE_BODY = 1024 * 1024;
+
+function countChunk(chunk: Buffer): void {
+  countStreamedBytes(chunk.length);
 }
 
 function sendBuffered(

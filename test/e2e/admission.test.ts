@@ -1,0 +1,116 @@
+/**
+ * Admission end to end (SPEC §3): the shim in front of the reference backend, real sockets. A rejected
+ * request never reaches the upstream (the reference backend would answer differently).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { send } from '../helpers/http.ts';
+import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ MIN_CLIENT_VERSION: '0.40.0', SERVICE_VERSION_HEADER: 'Service-Version' });
+});
+afterAll(() => stack.close());
+
+const cookie = 'authtoken=a; refreshtoken=r';
+
+describe('admission matrix', () => {
+  it.each([
+    ['no version, no credentials', {}, 426],
+    ['no version, API key', { 'x-api-key': 'k' }, 426],
+    ['empty version', { 'service-client-version': '', 'x-api-key': 'k' }, 426],
+    ['v-prefixed version', { 'service-client-version': 'v0.59.0', 'x-api-key': 'k' }, 426],
+    ['two-part version', { 'service-client-version': '0.59', 'x-api-key': 'k' }, 426],
+    ['below MIN_CLIENT_VERSION', { 'service-client-version': '0.39.9', 'x-api-key': 'k' }, 426],
+    ['version, no credentials', { 'service-client-version': '0.59.0' }, 401],
+    ['version, empty API key', { 'service-client-version': '0.59.0', 'x-api-key': '' }, 401],
+    ['version, only one cookie', { 'service-client-version': '0.59.0', cookie: 'authtoken=a' }, 401],
+    [
+      'version, empty cookie',
+      { 'service-client-version': '0.59.0', cookie: 'authtoken=; refreshtoken=r' },
+      401,
+    ],
+    ['version, API key', { 'service-client-version': '0.59.0', 'x-api-key': 'k' }, 200],
+    ['version, cookies', { 'service-client-version': '0.59.0', cookie }, 200],
+    ['header name in other case', { 'SERVICE-CLIENT-VERSION': '0.59.0', cookie }, 200],
+    ['prerelease version', { 'service-client-version': '1.0.0-rc.1', cookie }, 200],
+    ['python dev version', { 'service-client-version': '0.59.0.dev20260101', cookie }, 200],
+  ])('%s → %i', async (_name, headers, status) => {
+    const reply = await send(stack.url, 'GET', '/user/me', headers);
+    expect(reply.status).toBe(status);
+    if (status !== 200) {
+      const body = reply.json();
+      expect(body).toMatchObject({
+        statusCode: status,
+        error: expect.any(String),
+        message: expect.any(String),
+      });
+      expect(reply.headers['content-type']).toBe('application/json; charset=utf-8');
+    } else {
+      expect(reply.json()).toHaveProperty('uuid');
+    }
+  });
+
+  it('answers a legacy probe of GET /user/me without credentials with 401 and the service version', async () => {
+    // First learn the version from one upstream response, as the shim would in production.
+    await send(stack.url, 'GET', '/api/health');
+    const reply = await send(stack.url, 'GET', '/user/me', { 'service-client-version': '0.59.0' });
+    expect(reply.status).toBe(401);
+    expect(reply.headers['service-version']).toBe('0.60.0');
+    expect(reply.headers.warning).toBe('299 - "client 0.59.0 is older than service 0.60.0; please upgrade"');
+  });
+
+  it('counts rejections by reason', async () => {
+    const text = await stack.metrics.registry.metrics();
+    expect(text).toMatch(/shim_rejections_total\{reason="version"\} [1-9]/);
+    expect(text).toMatch(/shim_rejections_total\{reason="credentials"\} [1-9]/);
+  });
+});
+
+describe('public paths and preflight', () => {
+  it('forwards /api/health without version or credentials', async () => {
+    const reply = await send(stack.url, 'GET', '/api/health');
+    expect(reply.status).toBe(200);
+    expect(reply.json()).toEqual({ status: 'ok' });
+  });
+
+  it('accepts one trailing slash on a public path', async () => {
+    const reply = await send(stack.url, 'GET', '/api/health/');
+    expect(reply.status).toBe(200);
+  });
+
+  it('does not treat a longer or differently cased path as public', async () => {
+    expect((await send(stack.url, 'GET', '/api/healthz')).status).toBe(426);
+    expect((await send(stack.url, 'GET', '/API/health')).status).toBe(426);
+    expect((await send(stack.url, 'GET', '/api/health//')).status).toBe(426);
+  });
+
+  it('forwards a CORS preflight unchecked', async () => {
+    const reply = await send(stack.url, 'OPTIONS', '/debug/echo/missions', {
+      origin: 'https://app.example',
+      'access-control-request-method': 'POST',
+    });
+    // The reference backend demands credentials on /debug/echo, so its own 401 (not the shim's 426)
+    // proves the preflight passed the shim's gates.
+    expect(reply.status).toBe(401);
+    expect(reply.json()).toEqual({ statusCode: 401, message: 'Unauthorized', error: 'Unauthorized' });
+  });
+
+  it('does not treat an OPTIONS without Access-Control-Request-Method as a preflight', async () => {
+    const reply = await send(stack.url, 'OPTIONS', '/missions', { origin: 'https://app.example' });
+    expect(reply.status).toBe(426);
+  });
+});
+
+describe('forwarded request shape', () => {
+  it('keeps the trailing slash, the raw query and the client Host', async () => {
+    const reply = await send(stack.url, 'GET', '/debug/echo/missions/?b=2&a=%20x+y&a=1', {
+      ...LEGACY,
+      host: 'api.example:443',
+    });
+    expect(reply.status).toBe(200);
+    const echo = reply.json<{ url: string; headers: Record<string, string> }>();
+    expect(echo.url).toBe('/debug/echo/missions/?b=2&a=%20x+y&a=1');
+    expect(echo.headers.host).toBe('api.example:443');
+  });
+});

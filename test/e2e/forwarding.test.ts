@@ -1,0 +1,135 @@
+/**
+ * Forwarding fidelity end to end (SPEC §4): bytes, headers, query strings, hop-by-hop headers,
+ * X-Forwarded-*, keep-alive reuse, framing the shim owns.
+ */
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { send } from '../helpers/http.ts';
+import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+
+describe('through the reference backend', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  it('strips hop-by-hop headers and headers named in Connection, keeps end-to-end ones', async () => {
+    const reply = await send(stack.url, 'GET', '/debug/echo/x', {
+      ...CURRENT,
+      connection: 'keep-alive, x-hop',
+      'x-hop': 'secret-hop',
+      'keep-alive': 'timeout=5',
+      te: 'trailers',
+      'proxy-authorization': 'Basic Zm9v',
+      'x-end-to-end': 'kept',
+      authorization: 'Bearer kept',
+    });
+    const echo = reply.json<{ headers: Record<string, string> }>();
+    expect(echo.headers['x-hop']).toBeUndefined();
+    expect(echo.headers.te).toBeUndefined();
+    expect(echo.headers['proxy-authorization']).toBeUndefined();
+    expect(echo.headers['keep-alive']).toBeUndefined();
+    expect(echo.headers['x-end-to-end']).toBe('kept');
+    expect(echo.headers.authorization).toBe('Bearer kept');
+  });
+
+  it('appends X-Forwarded-For, -Proto and -Host', async () => {
+    const reply = await send(stack.url, 'GET', '/debug/echo', {
+      ...CURRENT,
+      host: 'legacy.example',
+      'x-forwarded-for': '203.0.113.7',
+    });
+    const { headers } = reply.json<{ headers: Record<string, string> }>();
+    expect(headers['x-forwarded-for']).toBe('203.0.113.7, 127.0.0.1');
+    expect(headers['x-forwarded-proto']).toBe('http');
+    expect(headers['x-forwarded-host']).toBe('legacy.example');
+  });
+
+  it('forwards every method with its body byte for byte', async () => {
+    const body = Buffer.from([0, 1, 2, 255, 13, 10, 48, 13, 10, 13, 10]);
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      const reply = await send(
+        stack.url,
+        method,
+        '/debug/echo',
+        { ...CURRENT, 'content-type': 'application/octet-stream', 'content-length': body.length },
+        body,
+      );
+      const echo = reply.json<{ method: string; bodyBytes: number }>();
+      expect(echo.method).toBe(method);
+      expect(echo.bodyBytes).toBe(body.length);
+    }
+  });
+});
+
+describe('framing the shim owns (raw upstream)', () => {
+  let upstream: RawUpstream;
+  let stack: Stack;
+  beforeAll(async () => {
+    upstream = await startRawUpstream((socket, received) => {
+      // Reply once per complete request: headers plus the chunked terminator or a declared body.
+      const requests = received.split(/(?=^[A-Z]+ \/\S* HTTP\/1\.1\r\n)/m);
+      const last = requests[requests.length - 1] as string;
+      const headEnd = last.indexOf('\r\n\r\n');
+      if (headEnd === -1) return;
+      const head = last.slice(0, headEnd).toLowerCase();
+      const body = last.slice(headEnd + 4);
+      const cl = /content-length: (\d+)/.exec(head);
+      const done = head.includes('transfer-encoding: chunked')
+        ? body.endsWith('0\r\n\r\n')
+        : body.length >= Number(cl?.[1] ?? 0);
+      if (done) socket.write(jsonResponse('{"ok":true}'));
+    });
+    stack = await startStack({ UPSTREAM_URL: upstream.url });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await upstream.close();
+  });
+
+  it('re-chunks a chunked DELETE body instead of sending it raw after Content-Length: 0', async () => {
+    const before = upstream.received.length;
+    const req = http.request(`${stack.url}/missions/1`, {
+      method: 'DELETE',
+      headers: { ...CURRENT, 'transfer-encoding': 'chunked' },
+      agent: false,
+    });
+    const status = await new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.write('GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n');
+      req.end();
+    });
+    expect(status).toBe(200);
+    const wire = upstream.received.slice(before).join('');
+    const requestLines = wire.match(/^[A-Z]+ \/\S* HTTP\/1\.1\r\n/gm) ?? [];
+    // Exactly one request line at the start of a message: the smuggled text is inside chunk data.
+    expect(wire.startsWith('DELETE /missions/1 HTTP/1.1\r\n')).toBe(true);
+    expect(wire.toLowerCase()).toContain('transfer-encoding: chunked');
+    expect(wire.toLowerCase()).not.toContain('content-length: 0');
+    expect(requestLines.filter((l) => !l.startsWith('DELETE'))).toHaveLength(1); // inside the chunk
+    expect(wire).toMatch(/\r\n[0-9a-f]+\r\nGET \/smuggled HTTP\/1\.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n$/);
+  });
+
+  it('reuses one upstream keep-alive connection across client connections, chunked bodies included', async () => {
+    await send(stack.url, 'GET', '/warm-up', CURRENT);
+    const before = upstream.connections();
+    for (let i = 0; i < 10; i++) {
+      const reply = await send(
+        stack.url,
+        'POST',
+        '/x',
+        { ...CURRENT, 'transfer-encoding': 'chunked' },
+        'abc',
+      );
+      expect(reply.status).toBe(200);
+    }
+    expect(upstream.connections()).toBe(before);
+    expect(upstream.received.join('').toLowerCase()).not.toContain('connection: close');
+  });
+});

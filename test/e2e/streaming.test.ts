@@ -1,0 +1,115 @@
+/**
+ * Streaming end to end (SPEC §4): bodies the shim does not rewrite pass through without being
+ * buffered. 200 MiB up and 200 MiB down through a shim process; its peak RSS stays under 150 MB.
+ */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
+import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+import { CURRENT, LEGACY } from '../helpers/stack.ts';
+
+const MiB = 1024 * 1024;
+const SIZE = 200 * MiB;
+
+let backend: RunningReferenceBackend;
+let shim: ShimProcess;
+beforeAll(async () => {
+  backend = await startReferenceBackend({ port: 0 });
+  shim = await spawnShim({ UPSTREAM_URL: backend.url });
+});
+afterAll(async () => {
+  await shim?.stop();
+  await backend?.close();
+});
+
+/** Uploads `size` bytes of a repeating pattern; resolves with the response JSON and the sent hash. */
+function upload(url: string, size: number, headers: Record<string, string>) {
+  const chunk = Buffer.alloc(64 * 1024, 'compat-shim streaming test ');
+  const sent = createHash('sha256');
+  return new Promise<{ status: number; body: { bodyBytes: number; bodySha256: string }; sha: string }>(
+    (resolve, reject) => {
+      const req = http.request(`${url}/debug/sink`, { method: 'POST', headers, agent: false }, (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => {
+          text += d.toString();
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), sha: sent.digest('hex') }),
+        );
+      });
+      req.on('error', reject);
+      let left = size;
+      const pump = () => {
+        while (left > 0) {
+          const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+          left -= piece.length;
+          sent.update(piece);
+          if (!req.write(piece)) return void req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    },
+  );
+}
+
+function download(url: string, size: number, headers: Record<string, string>) {
+  return new Promise<{ status: number; bytes: number; sha: string; complete: boolean }>((resolve, reject) => {
+    http
+      .get(`${url}/debug/bytes?n=${size}`, { headers, agent: false }, (res) => {
+        const hash = createHash('sha256');
+        let bytes = 0;
+        res.on('data', (d: Buffer) => {
+          bytes += d.length;
+          hash.update(d);
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, bytes, sha: hash.digest('hex'), complete: res.complete }),
+        );
+      })
+      .on('error', reject);
+  });
+}
+
+describe('streaming through a shim process', () => {
+  it('uploads 200 MiB chunked, byte for byte', async () => {
+    const result = await upload(shim.url, SIZE, {
+      ...CURRENT,
+      'content-type': 'application/octet-stream',
+      'transfer-encoding': 'chunked',
+    });
+    expect(result.status).toBe(200);
+    expect(result.body.bodyBytes).toBe(SIZE);
+    expect(result.body.bodySha256).toBe(result.sha);
+  });
+
+  it('uploads 200 MiB with Content-Length for a legacy client on a non-rewritten route', async () => {
+    const result = await upload(shim.url, SIZE, {
+      ...LEGACY,
+      'content-type': 'application/octet-stream',
+      'content-length': String(SIZE),
+    });
+    expect(result.status).toBe(200);
+    expect(result.body.bodyBytes).toBe(SIZE);
+    expect(result.body.bodySha256).toBe(result.sha);
+  });
+
+  it('downloads 200 MiB byte for byte, the same as directly from the upstream', async () => {
+    const [viaShim, direct] = [
+      await download(shim.url, SIZE, LEGACY),
+      await download(backend.url, SIZE, LEGACY),
+    ];
+    expect(viaShim.status).toBe(200);
+    expect(viaShim.complete).toBe(true);
+    expect(viaShim.bytes).toBe(SIZE);
+    expect(viaShim.sha).toBe(direct.sha);
+  });
+
+  it('kept the shim process under 150 MB peak RSS', () => {
+    const peak = shim.peakRss();
+    console.info(`shim peak RSS after 600 MiB streamed: ${(peak / 1e6).toFixed(1)} MB`);
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(150 * 1000 * 1000);
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * Runs the shim as a separate process (`node src/main.ts`), so that its memory can be measured apart
+ * from the test's and signals can be sent to it.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** A shim child process. */
+export interface ShimProcess {
+  child: ChildProcess;
+  url: string;
+  adminUrl: string;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Peak resident set size so far, in bytes (Linux `VmHWM`). */
+  peakRss(): number;
+  /** Current resident set size, in bytes (Linux `VmRSS`). */
+  rss(): number;
+  /** Sends SIGTERM (unless exited) and resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Spawns the shim with `env` added to the test's environment; resolves once it logs that it listens.
+ * @param env e.g. `{ UPSTREAM_URL: 'http://127.0.0.1:1234' }`; `PORT` and `ADMIN_PORT` default to 0.
+ */
+export function spawnShim(env: Record<string, string>): Promise<ShimProcess> {
+  const child = spawn(process.execPath, ['--expose-gc', 'src/main.ts'], {
+    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const status = (field: string) => {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+    return Number(m?.[1] ?? 0) * 1024;
+  };
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /"port":(\d+),"adminPort":(\d+)/.exec(out);
+      if (m) {
+        child.stdout?.off('data', onData);
+        child.stdout?.on('data', (more: Buffer) => {
+          out += more.toString();
+        });
+        resolve({
+          child,
+          url: `http://127.0.0.1:${m[1]}`,
+          adminUrl: `http://127.0.0.1:${m[2]}`,
+          output: () => out,
+          peakRss: () => status('VmHWM'),
+          rss: () => status('VmRSS'),
+          stop: () => {
+            if (child.exitCode === null) child.kill('SIGTERM');
+            return exited;
+          },
+        });
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.once('exit', (code) => reject(new Error(`shim exited with ${code} before listening:\n${out}`)));
+  });
+}

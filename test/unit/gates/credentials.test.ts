@@ -1,0 +1,217 @@
+/**
+ * The credential gate (SPEC §3 step 5): a non-empty API key, or every auth cookie present and non-empty.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import cookieParser from 'cookie-parser';
+import { describe, expect, it } from 'vitest';
+import {
+  type CredentialRules,
+  type CredentialVerdict,
+  checkCredentials,
+  credentialGate,
+  headerCount,
+} from '../../../src/gates/credentials.ts';
+import { ShimError } from '../../../src/proxy/errors.ts';
+import { createExchangeState, type ExchangeState } from '../../../src/proxy/exchange.ts';
+
+const DEFAULT_RULES: CredentialRules = { cookies: ['authtoken', 'refreshtoken'], apiKeyHeader: 'x-api-key' };
+
+/** A request stand-in built from raw headers, the way Node builds `headers` (joinDuplicateHeaders: false). */
+function requestOf(rawHeaders: string[]): Pick<IncomingMessage, 'headers' | 'rawHeaders'> {
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase();
+    const value = rawHeaders[i + 1] as string;
+    const prior = headers[name];
+    headers[name] = prior === undefined ? value : `${prior}${name === 'cookie' ? '; ' : ', '}${value}`;
+  }
+  return { headers, rawHeaders };
+}
+
+/** Parses the `Cookie` header the way the gate does (cookie-parser). */
+function cookiesOf(req: Pick<IncomingMessage, 'headers'>): () => Record<string, unknown> {
+  return () => {
+    const fake = { headers: req.headers } as { headers: IncomingMessage['headers']; cookies?: unknown };
+    cookieParser()(fake as never, {} as never, () => {});
+    return (fake.cookies ?? {}) as Record<string, unknown>;
+  };
+}
+
+function verdict(rawHeaders: string[], rules: CredentialRules = DEFAULT_RULES): CredentialVerdict {
+  const req = requestOf(rawHeaders);
+  return checkCredentials(req, cookiesOf(req), rules);
+}
+
+describe('headerCount', () => {
+  it.each<[string[], string, number]>([
+    [[], 'x-api-key', 0],
+    [['x-api-key', 'a'], 'x-api-key', 1],
+    [['X-API-Key', 'a', 'x-api-key', 'b'], 'x-api-key', 2],
+    [['X-Api-Key-2', 'a', 'x-api-keyx', 'b', 'Host', 'x'], 'x-api-key', 0],
+    [['x-api-key', 'a', 'Host', 'x', 'X-API-KEY', 'b', 'x-api-key', 'c'], 'x-api-key', 3],
+  ])('%j counts %s %d times', (raw, name, n) => {
+    expect(headerCount(raw, name)).toBe(n);
+  });
+});
+
+describe('checkCredentials', () => {
+  it.each<[string, string[], CredentialVerdict | 'problem']>([
+    ['an API key', ['X-API-Key', 'k-123'], 'api-key'],
+    ['an API key with spaces around it', ['x-api-key', ' k '], 'api-key'],
+    ['an empty API key', ['x-api-key', ''], 'problem'],
+    ['an API key of spaces only', ['x-api-key', '   '], 'problem'],
+    ['an API key of a tab only', ['x-api-key', '\t'], 'problem'],
+    ['a duplicated API key', ['x-api-key', 'a', 'X-Api-Key', 'b'], 'problem'],
+    ['a duplicated API key, one empty', ['x-api-key', 'a', 'x-api-key', ''], 'problem'],
+    ['both cookies', ['Cookie', 'authtoken=a; refreshtoken=r'], 'cookies'],
+    ['both cookies among others', ['Cookie', 'theme=dark; authtoken=a; x=1; refreshtoken=r'], 'cookies'],
+    ['both cookies in two Cookie headers', ['Cookie', 'authtoken=a', 'Cookie', 'refreshtoken=r'], 'cookies'],
+    ['a URL-encoded cookie value', ['Cookie', 'authtoken=a%20b; refreshtoken=r'], 'cookies'],
+    ['refreshtoken missing', ['Cookie', 'authtoken=a'], 'problem'],
+    ['authtoken missing', ['Cookie', 'refreshtoken=r'], 'problem'],
+    ['authtoken empty', ['Cookie', 'authtoken=; refreshtoken=r'], 'problem'],
+    ['authtoken ""', ['Cookie', 'authtoken=""; refreshtoken=r'], 'problem'],
+    ['authtoken of spaces', ['Cookie', 'authtoken=%20%20; refreshtoken=r'], 'problem'],
+    ['cookie names in another case', ['Cookie', 'AuthToken=a; RefreshToken=r'], 'problem'],
+    ['no credentials', ['Host', 'x'], 'problem'],
+    ['an empty Cookie header', ['Cookie', ''], 'problem'],
+    [
+      'an empty API key but both cookies',
+      ['x-api-key', '', 'Cookie', 'authtoken=a; refreshtoken=r'],
+      'cookies',
+    ],
+    [
+      'a spaces-only API key but both cookies',
+      ['x-api-key', ' ', 'Cookie', 'authtoken=a; refreshtoken=r'],
+      'cookies',
+    ],
+    ['an API key and both cookies', ['x-api-key', 'k', 'Cookie', 'authtoken=a; refreshtoken=r'], 'api-key'],
+    [
+      'a duplicated API key even with both cookies',
+      ['x-api-key', 'a', 'x-api-key', 'b', 'Cookie', 'authtoken=a; refreshtoken=r'],
+      'problem',
+    ],
+    ['the key in another header', ['Authorization', 'Bearer k'], 'problem'],
+  ])('%s', (_name, raw, expected) => {
+    const result = verdict(raw);
+    if (expected === 'problem') {
+      expect(result).toEqual({ problem: expect.any(String) });
+    } else {
+      expect(result).toBe(expected);
+    }
+  });
+
+  it('names the missing or empty cookies in the problem', () => {
+    expect(verdict(['Cookie', 'authtoken=; theme=x'])).toEqual({
+      problem:
+        'Authenticate with the cookies authtoken and refreshtoken or a non-empty x-api-key header (missing or empty: authtoken, refreshtoken).',
+    });
+    expect(verdict(['Cookie', 'authtoken=a'])).toEqual({
+      problem: expect.stringContaining('empty: refreshtoken)'),
+    });
+  });
+
+  it('asks for exactly one API key when it is duplicated', () => {
+    expect(verdict(['x-api-key', 'a', 'x-api-key', 'a'])).toEqual({
+      problem: 'Send exactly one x-api-key header.',
+    });
+  });
+
+  it('does not parse cookies when a valid API key is sent', () => {
+    const req = requestOf(['x-api-key', 'k', 'Cookie', 'authtoken=a']);
+    let parsed = false;
+    const result = checkCredentials(
+      req,
+      () => {
+        parsed = true;
+        return {};
+      },
+      DEFAULT_RULES,
+    );
+    expect(result).toBe('api-key');
+    expect(parsed).toBe(false);
+  });
+
+  it('ignores inherited properties of the cookie jar', () => {
+    const req = requestOf([]);
+    const jar = Object.create({ authtoken: 'a', refreshtoken: 'r' }) as Record<string, unknown>;
+    expect(checkCredentials(req, () => jar, DEFAULT_RULES)).toEqual({ problem: expect.any(String) });
+  });
+
+  describe('custom names', () => {
+    const rules: CredentialRules = { cookies: ['session'], apiKeyHeader: 'x-service-token' };
+
+    it.each<[string, string[], CredentialVerdict | 'problem']>([
+      ['the custom cookie', ['Cookie', 'session=s'], 'cookies'],
+      ['the custom header', ['X-Service-Token', 't'], 'api-key'],
+      ['the default cookies only', ['Cookie', 'authtoken=a; refreshtoken=r'], 'problem'],
+      ['the default header only', ['x-api-key', 'k'], 'problem'],
+      ['the custom header duplicated', ['x-service-token', 't', 'X-SERVICE-TOKEN', 'u'], 'problem'],
+      ['an empty custom cookie', ['Cookie', 'session='], 'problem'],
+    ])('%s', (_name, raw, expected) => {
+      const result = verdict(raw, rules);
+      if (expected === 'problem') expect(result).toEqual({ problem: expect.any(String) });
+      else expect(result).toBe(expected);
+    });
+
+    it('names the custom cookie and header in the problem', () => {
+      expect(verdict([], rules)).toEqual({
+        problem:
+          'Authenticate with the cookies session or a non-empty x-service-token header (missing or empty: session).',
+      });
+    });
+  });
+});
+
+describe('credentialGate', () => {
+  function run(
+    rawHeaders: string[],
+    unchecked?: ExchangeState['unchecked'],
+  ): { state: ExchangeState; error: unknown; nextCalled: boolean } {
+    const { headers } = requestOf(rawHeaders);
+    const req = { url: '/user/me', method: 'GET', headers, rawHeaders } as unknown as IncomingMessage;
+    const state = createExchangeState(req, 0);
+    state.unchecked = unchecked;
+    const res = { locals: { shim: state } } as unknown as ServerResponse;
+    let nextCalled = false;
+    let error: unknown;
+    try {
+      credentialGate(DEFAULT_RULES)(req as never, res as never, () => {
+        nextCalled = true;
+      });
+    } catch (err) {
+      error = err;
+    }
+    return { state, error, nextCalled };
+  }
+
+  it.each<[string[], 'api-key' | 'cookies']>([
+    [['x-api-key', 'k'], 'api-key'],
+    [['Cookie', 'authtoken=a; refreshtoken=r'], 'cookies'],
+  ])('admits %j and records the credential kind', (raw, kind) => {
+    const { state, error, nextCalled } = run(raw);
+    expect(error).toBeUndefined();
+    expect(nextCalled).toBe(true);
+    expect(state.exchange.logFields.credential).toBe(kind);
+  });
+
+  it.each([[[]], [['x-api-key', ' ']], [['Cookie', 'authtoken=a']], [['x-api-key', 'a', 'x-api-key', 'b']]])(
+    'answers 401 for %j',
+    (raw) => {
+      const { error, nextCalled } = run(raw);
+      expect(nextCalled).toBe(false);
+      expect(error).toBeInstanceOf(ShimError);
+      expect((error as ShimError).statusCode).toBe(401);
+      expect((error as ShimError).reason).toBe('credentials');
+    },
+  );
+
+  it.each(['preflight', 'public'] as const)(
+    'lets an unchecked (%s) request pass without credentials',
+    (why) => {
+      const { error, nextCalled } = run([], why);
+      expect(error).toBeUndefined();
+      expect(nextCalled).toBe(true);
+    },
+  );
+});

@@ -1,0 +1,119 @@
+/**
+ * Decoding and re-encoding around a response patch (RFC 9110 §8.4), bounded against decompression bombs.
+ */
+import zlib from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import {
+  DecodedTooLargeError,
+  decodeBody,
+  encodeBody,
+  type SupportedCoding,
+  supportedCoding,
+} from '../../../src/proxy/content-coding.ts';
+
+const MB = 1024 * 1024;
+const JSON_BODY = Buffer.from(
+  JSON.stringify({ data: [{ metadata: { a: 1 }, name: 'ü €' }], count: 1 }),
+  'utf8',
+);
+
+describe('supportedCoding', () => {
+  it.each<[string | undefined, SupportedCoding | undefined]>([
+    [undefined, 'identity'],
+    ['', 'identity'],
+    ['identity', 'identity'],
+    ['IDENTITY', 'identity'],
+    ['gzip', 'gzip'],
+    ['GZIP', 'gzip'],
+    [' gzip ', 'gzip'],
+    ['x-gzip', 'gzip'],
+    ['X-GZIP', 'gzip'],
+    ['deflate', 'deflate'],
+    ['Deflate', 'deflate'],
+    ['br', 'br'],
+    ['BR', 'br'],
+    ['gzip, br', undefined],
+    ['gzip,gzip', undefined],
+    ['zstd', undefined],
+    ['compress', undefined],
+    ['x-compress', undefined],
+    ['bzip2', undefined],
+    ['gzip;q=1', undefined],
+  ])('%j → %s', (value, expected) => {
+    expect(supportedCoding(value)).toBe(expected);
+  });
+});
+
+describe('decodeBody / encodeBody', () => {
+  it.each<SupportedCoding>(['identity', 'gzip', 'deflate', 'br'])('round-trips %s', async (coding) => {
+    const encoded = await encodeBody(JSON_BODY, coding);
+    if (coding !== 'identity') expect(encoded.equals(JSON_BODY)).toBe(false);
+    expect((await decodeBody(encoded, coding, MB)).equals(JSON_BODY)).toBe(true);
+  });
+
+  it.each<SupportedCoding>(['identity', 'gzip', 'deflate', 'br'])(
+    'round-trips an empty body with %s',
+    async (coding) => {
+      const encoded = await encodeBody(Buffer.alloc(0), coding);
+      expect(await decodeBody(encoded, coding, MB)).toHaveLength(0);
+    },
+  );
+
+  it.each<[SupportedCoding, (b: Buffer) => Buffer]>([
+    ['gzip', zlib.gunzipSync],
+    ['deflate', zlib.inflateSync],
+    ['br', zlib.brotliDecompressSync],
+  ])('encodes %s so that a standard decoder reads it', async (coding, decode) => {
+    expect(decode(await encodeBody(JSON_BODY, coding)).equals(JSON_BODY)).toBe(true);
+  });
+
+  it('decodes raw deflate (no zlib wrapper), as some servers send', async () => {
+    const raw = zlib.deflateRawSync(JSON_BODY);
+    expect((await decodeBody(raw, 'deflate', MB)).equals(JSON_BODY)).toBe(true);
+  });
+
+  it('returns an identity body as is, whatever its size', async () => {
+    const big = Buffer.alloc(2 * MB);
+    expect(await decodeBody(big, 'identity', MB)).toBe(big);
+  });
+
+  it('decodes a body of exactly maxBytes', async () => {
+    const body = Buffer.alloc(4096, 'a');
+    expect(await decodeBody(zlib.gzipSync(body), 'gzip', 4096)).toHaveLength(4096);
+  });
+
+  describe('decompression bombs', () => {
+    const zeros = Buffer.alloc(10 * MB);
+
+    it.each<[SupportedCoding, Buffer]>([
+      ['gzip', zlib.gzipSync(zeros)],
+      ['deflate', zlib.deflateSync(zeros)],
+      ['deflate', zlib.deflateRawSync(zeros)],
+      ['br', zlib.brotliCompressSync(zeros)],
+    ])('rejects %s of 10 MB of zeros with maxBytes 1 MB', async (coding, bomb) => {
+      expect(bomb.length).toBeLessThan(64 * 1024);
+      await expect(decodeBody(bomb, coding, MB)).rejects.toBeInstanceOf(DecodedTooLargeError);
+    });
+
+    it('rejects one byte over the limit', async () => {
+      const body = zlib.gzipSync(Buffer.alloc(4097, 'a'));
+      await expect(decodeBody(body, 'gzip', 4096)).rejects.toBeInstanceOf(DecodedTooLargeError);
+    });
+  });
+
+  describe('corrupt input', () => {
+    const garbage = Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00, 0x01, 0x02, 0x03]);
+
+    it.each<[SupportedCoding, Buffer]>([
+      ['gzip', garbage],
+      ['gzip', JSON_BODY],
+      ['gzip', zlib.gzipSync(JSON_BODY).subarray(0, 12)],
+      ['deflate', garbage],
+      ['br', garbage],
+    ])('rejects corrupt %s with a zlib error', async (coding, body) => {
+      const result = decodeBody(body, coding, MB);
+      await expect(result).rejects.toThrow();
+      await expect(result).rejects.not.toBeInstanceOf(DecodedTooLargeError);
+    });
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * The error table and the shim's own error shape (SPEC §7).
+ */
+import { describe, expect, it } from 'vitest';
+import { errorBody, REJECTION_STATUS, type RejectionReason, ShimError } from '../../../src/proxy/errors.ts';
+
+describe('errorBody', () => {
+  it.each<[number, string]>([
+    [400, 'Bad Request'],
+    [401, 'Unauthorized'],
+    [404, 'Not Found'],
+    [413, 'Payload Too Large'],
+    [426, 'Upgrade Required'],
+    [431, 'Request Header Fields Too Large'],
+    [501, 'Not Implemented'],
+    [502, 'Bad Gateway'],
+    [504, 'Gateway Timeout'],
+  ])('%d has the reason phrase %j', (status, phrase) => {
+    const body = errorBody(status, 'what is wrong and how to fix it');
+    expect(JSON.parse(body.toString('utf8'))).toEqual({
+      statusCode: status,
+      message: 'what is wrong and how to fix it',
+      error: phrase,
+    });
+  });
+
+  it('serializes the members in the service order: statusCode, message, error', () => {
+    expect(errorBody(401, 'Send credentials.').toString('utf8')).toBe(
+      '{"statusCode":401,"message":"Send credentials.","error":"Unauthorized"}',
+    );
+  });
+
+  it('falls back to "Error" for a status without a reason phrase', () => {
+    expect(JSON.parse(errorBody(599, 'x').toString()).error).toBe('Error');
+  });
+
+  it('escapes the message as JSON and encodes UTF-8', () => {
+    const body = errorBody(400, 'bad "quote" \\ and ü\n');
+    expect(JSON.parse(body.toString('utf8')).message).toBe('bad "quote" \\ and ü\n');
+    expect(body.includes(Buffer.from('ü', 'utf8'))).toBe(true);
+  });
+});
+
+describe('ShimError', () => {
+  it.each<[RejectionReason, number]>([
+    ['hygiene', 400],
+    ['body', 400],
+    ['credentials', 401],
+    ['not_found', 404],
+    ['size', 413],
+    ['version', 426],
+    ['upgrade', 501],
+    ['upstream_refused', 502],
+    ['upstream_reset', 502],
+    ['upstream_invalid', 502],
+    ['upstream_timeout', 504],
+  ])('%s → %d', (reason, status) => {
+    const err = new ShimError(reason, 'message');
+    expect(err.statusCode).toBe(status);
+    expect(err.reason).toBe(reason);
+    expect(err.message).toBe('message');
+    expect(err.name).toBe('ShimError');
+    expect(err).toBeInstanceOf(Error);
+  });
+
+  it('has a status for every reason, and the table is frozen', () => {
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(11);
+    expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
+  });
+});

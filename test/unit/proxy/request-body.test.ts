@@ -1,0 +1,132 @@
+/**
+ * Bounded buffering of a request body for a rewrite (SPEC §4, §5: `MAX_REWRITE_BODY` → 413).
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { PassThrough, Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { ShimError } from '../../../src/proxy/errors.ts';
+import { ClientAbortedError, readBoundedBody } from '../../../src/proxy/request-body.ts';
+
+/** A request stand-in: a readable stream with `headers` and `complete`, like `IncomingMessage`. */
+function requestOf(chunks: readonly (string | Buffer)[], headers: IncomingHttpHeaders = {}): IncomingMessage {
+  const stream = Readable.from(chunks.map((c) => Buffer.from(c)));
+  const req = Object.assign(stream, { headers, complete: false });
+  stream.on('end', () => {
+    req.complete = true;
+  });
+  return req as unknown as IncomingMessage;
+}
+
+/** A stand-in fed by hand, to end or abort it mid-body. */
+function manualRequest(headers: IncomingHttpHeaders = {}): PassThrough & IncomingMessage {
+  const stream = new PassThrough();
+  const req = Object.assign(stream, { headers, complete: false });
+  stream.on('end', () => {
+    req.complete = true;
+  });
+  return req as unknown as PassThrough & IncomingMessage;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('readBoundedBody', () => {
+  it('reads a body sent in one chunk', async () => {
+    const body = await readBoundedBody(requestOf(['{"tags":[1]}'], { 'content-length': '12' }), 1024);
+    expect(body.toString()).toBe('{"tags":[1]}');
+  });
+
+  it('reads and joins a body sent in several chunks', async () => {
+    const body = await readBoundedBody(requestOf(['{"a":', '1,', '"b":2}']), 1024);
+    expect(body.toString()).toBe('{"a":1,"b":2}');
+  });
+
+  it('returns an empty buffer when there is no body', async () => {
+    const body = await readBoundedBody(requestOf([]), 1024);
+    expect(Buffer.isBuffer(body)).toBe(true);
+    expect(body).toHaveLength(0);
+  });
+
+  it('keeps multi-byte characters split across chunks intact', async () => {
+    const bytes = Buffer.from('{"name":"ü€😀"}', 'utf8');
+    const chunks = [...bytes].map((b) => Buffer.from([b]));
+    const body = await readBoundedBody(requestOf(chunks), 1024);
+    expect(body.equals(bytes)).toBe(true);
+  });
+
+  it('accepts a body of exactly the limit', async () => {
+    const body = await readBoundedBody(requestOf(['12345', '67890'], { 'content-length': '10' }), 10);
+    expect(body).toHaveLength(10);
+  });
+
+  it('rejects a declared Content-Length over the limit with 413 before reading', async () => {
+    let reads = 0;
+    const stream = new Readable({
+      read() {
+        reads++;
+        this.push(null);
+      },
+    });
+    const req = Object.assign(stream, { headers: { 'content-length': '11' } }) as unknown as IncomingMessage;
+    const err = await rejection(readBoundedBody(req, 10));
+    expect(err).toBeInstanceOf(ShimError);
+    expect((err as ShimError).statusCode).toBe(413);
+    expect((err as ShimError).reason).toBe('size');
+    expect((err as ShimError).message).toContain('MAX_REWRITE_BODY');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(reads).toBe(0);
+    expect(stream.listenerCount('data')).toBe(0);
+    expect(stream.readableFlowing).toBeNull();
+  });
+
+  it.each<[string, (string | Buffer)[], IncomingHttpHeaders]>([
+    ['without Content-Length (chunked)', ['123456', '789012'], { 'transfer-encoding': 'chunked' }],
+    ['with a Content-Length that understates it', ['12345678901'], { 'content-length': '5' }],
+    ['in one chunk', [Buffer.alloc(11)], {}],
+  ])('rejects a streamed body over the limit with 413: %s', async (_name, chunks, headers) => {
+    const req = requestOf(chunks, headers);
+    const err = await rejection(readBoundedBody(req, 10));
+    expect(err).toBeInstanceOf(ShimError);
+    expect((err as ShimError).statusCode).toBe(413);
+  });
+
+  it('stops reading and removes its listeners once over the limit', async () => {
+    const req = manualRequest();
+    const result = readBoundedBody(req, 4);
+    req.write('abc');
+    req.write('def');
+    const err = await rejection(result);
+    expect((err as ShimError).statusCode).toBe(413);
+    expect(req.listenerCount('data')).toBe(0);
+    expect(req.isPaused()).toBe(true);
+  });
+
+  it('rejects with ClientAbortedError when the client goes away mid-body', async () => {
+    const req = manualRequest({ 'content-length': '100' });
+    const result = readBoundedBody(req, 1024);
+    req.write('partial');
+    setImmediate(() => req.destroy());
+    expect(await rejection(result)).toBeInstanceOf(ClientAbortedError);
+  });
+
+  it('rejects with ClientAbortedError when the stream fails', async () => {
+    const req = manualRequest();
+    const result = readBoundedBody(req, 1024);
+    req.write('partial');
+    setImmediate(() => req.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })));
+    expect(await rejection(result)).toBeInstanceOf(ClientAbortedError);
+  });
+
+  it('resolves with the body when the stream closes after a complete body', async () => {
+    const req = manualRequest();
+    const result = readBoundedBody(req, 1024);
+    req.end('done');
+    expect((await result).toString()).toBe('done');
+  });
+});
