@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { createAliasLayer } from './aliases/index.ts';
 import type { Config } from './config.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
 import { credentialGate } from './gates/credentials.ts';
@@ -47,8 +48,9 @@ export interface Shim {
 export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
   const context: PluginContext = { logger, registry: metrics.registry };
-  const plugins: ProxyPlugin[] = [];
-  void context;
+  const plugins: ProxyPlugin[] = [
+    createAliasLayer(config.aliases, context), // the alias layer: remove at 1.0 (docs/removing-the-alias-layer.md)
+  ];
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();

@@ -78,7 +78,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // and would otherwise write the body bytes raw after the headers (request smuggling).
     if (state.forwardBody !== undefined) {
       proxyReq.setHeader('content-length', state.forwardBody.length);
-      proxyReq.write(state.forwardBody);
     } else if (req.headers['transfer-encoding'] !== undefined) {
       proxyReq.setHeader('transfer-encoding', 'chunked');
       if (scavengingEnabled) req.on('data', countChunk);
@@ -86,6 +85,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       req.on('data', countChunk);
     }
     appendForwarded(proxyReq, req);
+    // Writing flushes the head, so the rewritten body goes last; the client's stream has ended, and
+    // httpxy's pipe of it only ends the upstream request.
+    if (state.forwardBody !== undefined) proxyReq.write(state.forwardBody);
 
     state.upstreamStartedAt = performance.now();
     const timeout = () => {
@@ -111,7 +113,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
     const status = proxyRes.statusCode ?? 502;
-    const extra = options.responseHeaders(state, proxyRes.headers);
     const patches: ResponsePatch[] = [];
     if (state.hooks.length > 0 && req.method !== 'HEAD' && !NO_PATCH_STATUS.has(status)) {
       for (const hooks of state.hooks) {
@@ -119,6 +120,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         if (patch) patches.push(patch);
       }
     }
+    // After onResponse: plugins may append response headers there.
+    const extra = options.responseHeaders(state, proxyRes.headers);
     if (patches.length === 0) {
       streamThrough(proxyRes, res, extra);
       return;
@@ -222,8 +225,25 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     ejectPlugins: true,
     plugins: [
       (server) => {
-        server.on('proxyReq', onProxyReq);
-        server.on('proxyRes', onProxyRes);
+        // A fault in one exchange's handling fails that exchange (502 or an aborted response), never
+        // the process: these run in socket callbacks where a throw would be uncaught.
+        server.on('proxyReq', (proxyReq, req, res) => {
+          try {
+            onProxyReq(proxyReq, req, res);
+          } catch (err) {
+            logger.error({ err }, 'preparing the upstream request failed');
+            proxyReq.destroy(err as Error);
+          }
+        });
+        server.on('proxyRes', (proxyRes, req, res) => {
+          try {
+            onProxyRes(proxyRes, req, res);
+          } catch (err) {
+            logger.error({ err }, 'handling the upstream response failed');
+            proxyRes.destroy();
+            res.destroy();
+          }
+        });
         server.on('error', onError);
       },
     ],

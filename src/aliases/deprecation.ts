@@ -1,0 +1,40 @@
+/**
+ * The deprecation signals a legacy client receives when it used an alias (SPEC §5): one `Warning` per
+ * alias, as the Kubernetes API server sends for deprecated APIs, and the configured `Deprecation`
+ * (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"` (RFC 9745 §3) headers.
+ */
+import type { AliasSettings } from '../config.ts';
+
+/** Total bytes of `Warning` values one response may carry; further warnings are left out. */
+export const WARNING_BUDGET = 4096;
+
+/**
+ * The `Warning` value for one alias (RFC 9111 §5.5 syntax: code 299 "miscellaneous persistent warning",
+ * agent `-`, quoted text).
+ * @example
+ * aliasWarning('tags', 'metadata'); // '299 - "tags is deprecated; use metadata"'
+ */
+export function aliasWarning(alias: string, canonical: string): string {
+  // Names come from the alias table; keep the quoted-string valid whatever a future row holds.
+  const text = (name: string) => name.replace(/[^\x20-\x7e]|["\\]/g, '');
+  return `299 - "${text(alias)} is deprecated; use ${text(canonical)}"`;
+}
+
+/**
+ * The headers sent once per response that used an alias, from the configuration.
+ * @param settings `deprecatedAt` → `Deprecation: @<epoch seconds>` (RFC 9745 §2.1, a Structured Field
+ *   Date); `sunsetAt` → `Sunset: <IMF-fixdate>` (RFC 8594 §3, an HTTP-date); `docsUrl` →
+ *   `Link: <url>; rel="deprecation"` (RFC 9745 §3).
+ * @returns `[name, value]` pairs in that order; empty when nothing is configured.
+ */
+export function deprecationHeaders(
+  settings: Pick<AliasSettings, 'deprecatedAt' | 'sunsetAt' | 'docsUrl'>,
+): Array<[name: string, value: string]> {
+  const headers: Array<[string, string]> = [];
+  if (settings.deprecatedAt !== undefined) {
+    headers.push(['Deprecation', `@${Math.floor(settings.deprecatedAt.getTime() / 1000)}`]);
+  }
+  if (settings.sunsetAt !== undefined) headers.push(['Sunset', settings.sunsetAt.toUTCString()]);
+  if (settings.docsUrl !== undefined) headers.push(['Link', `<${settings.docsUrl}>; rel="deprecation"`]);
+  return headers;
+}

@@ -1,0 +1,89 @@
+/**
+ * Renames deprecated query parameter names to canonical ones, changing nothing but the name's bytes
+ * (SPEC §5; service document part 9, rule 1: the canonical field wins).
+ */
+import type { AliasRename } from './table.ts';
+
+/** Result of {@link rewriteQuery}. */
+export interface QueryRewriteResult {
+  /** The query to forward, without `?`; the identical string when nothing changed. */
+  readonly query: string;
+  /** Aliases the query used (whether renamed or dropped), in the order of `renames`. */
+  readonly aliasesUsed: string[];
+}
+
+/**
+ * Where the base name of a raw key ends: before the first `[` or its encoded form `%5B`, which starts a
+ * bracket suffix (`tags[]`, `tags[x]`, `tags%5B%5D`) as qs-style parsers read it.
+ */
+function baseNameEnd(key: string): number {
+  for (let j = 0; j < key.length; j++) {
+    const c = key.charCodeAt(j);
+    if (c === 0x5b) return j;
+    if (c === 0x25 && key[j + 1] === '5' && (key[j + 2] === 'B' || key[j + 2] === 'b')) return j;
+  }
+  return key.length;
+}
+
+/** Percent-decodes a raw base name; `undefined` when it is not valid percent-encoded UTF-8. */
+function decodeName(raw: string): string | undefined {
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Rewrites the parameter names of a raw query string. A parameter's name is its key up to the first `[`,
+ * after percent-decoding (`t%61gs`, `tags[]`, `tags[x]` and `tags%5B%5D` are all forms of `tags`); names
+ * match case-sensitively. For each rename: when any form of the canonical name is present, every form of
+ * the alias is dropped with one `&`; otherwise every alias form has its base-name bytes replaced by the
+ * canonical name, keeping the raw suffix (`tags%5B%5D=v` → `metadataByTypeUuid%5B%5D=v`). All other
+ * bytes — values, other parameters, empty pieces (`a=1&&b=2`), encodings — stay exactly as sent; the
+ * query is never round-tripped through a parser.
+ *
+ * @param renames Canonical/alias pairs of the matched route (alias table, `query` rows).
+ * @param rawQuery The query without the leading `?` (`''` for none).
+ * @returns `{ query, aliasesUsed }`; `query` is `rawQuery` itself when nothing changed. Never throws
+ *   (a key with malformed percent-encoding simply matches no name).
+ * @example
+ * rewriteQuery([{ canonical: 'metadataByTypeUuid', alias: 'tags' }], 'tags[abc]=1&take=10');
+ * // → { query: 'metadataByTypeUuid[abc]=1&take=10', aliasesUsed: ['tags'] }
+ */
+export function rewriteQuery(renames: readonly AliasRename[], rawQuery: string): QueryRewriteResult {
+  // Fast path: no alias can be spelled without its literal bytes or a percent sign.
+  if (!rawQuery.includes('%') && !renames.some((r) => rawQuery.includes(r.alias))) {
+    return { query: rawQuery, aliasesUsed: [] };
+  }
+
+  const pieces = rawQuery.split('&');
+  const baseEnds = new Array<number>(pieces.length);
+  const names = new Array<string | undefined>(pieces.length);
+  for (let p = 0; p < pieces.length; p++) {
+    const piece = pieces[p]!;
+    const eq = piece.indexOf('=');
+    const end = baseNameEnd(eq < 0 ? piece : piece.slice(0, eq));
+    baseEnds[p] = end;
+    names[p] = decodeName(piece.slice(0, end));
+  }
+
+  const aliasesUsed: string[] = [];
+  const dropped = new Uint8Array(pieces.length);
+  let changed = false;
+  for (const { canonical, alias } of renames) {
+    if (!names.includes(alias)) continue;
+    aliasesUsed.push(alias);
+    changed = true;
+    const canonicalPresent = names.includes(canonical);
+    for (let p = 0; p < pieces.length; p++) {
+      if (names[p] !== alias) continue;
+      if (canonicalPresent) dropped[p] = 1;
+      else pieces[p] = canonical + pieces[p]!.slice(baseEnds[p]);
+    }
+  }
+  if (!changed) return { query: rawQuery, aliasesUsed };
+  // Pieces were separated by exactly one '&' each; joining the kept ones drops one '&' per dropped piece.
+  return { query: pieces.filter((_, p) => dropped[p] === 0).join('&'), aliasesUsed };
+}

@@ -1,0 +1,105 @@
+/**
+ * Matches a request (method, raw path) against the request rows of the alias table (SPEC §5).
+ *
+ * Patterns are compiled once. Matching is case-insensitive and allows one trailing slash, as the
+ * upstream's router does; `:uuid` is one non-empty segment. This runs for every request of a legacy
+ * client, so it is a few anchored regular expressions per method and nothing else.
+ */
+import { ALIAS_TABLE, type AliasRename, type AliasRow } from './table.ts';
+
+/** The renames that apply to one route: body members and query parameters. */
+export interface AliasRoute {
+  /** Request method, upper case, e.g. `POST`. */
+  readonly method: string;
+  /** Route pattern as written in the table, e.g. `/missions/:uuid/metadata`. */
+  readonly path: string;
+  /** Renames of top-level members of a JSON request body (may be empty). */
+  readonly body: readonly AliasRename[];
+  /** Renames of query parameter names (may be empty). */
+  readonly query: readonly AliasRename[];
+}
+
+/** Compiled request rows of an alias table. */
+export interface RouteMatcher {
+  /**
+   * Finds the route of a request.
+   * @param method Request method as sent (HTTP methods are case-sensitive; real clients send upper case).
+   * @param path Origin-form path without the query, not percent-decoded.
+   * @returns The route, or `undefined` when no row applies.
+   */
+  match(method: string, path: string): AliasRoute | undefined;
+}
+
+/** A path parameter such as `:uuid`: one non-empty segment. */
+const PARAM = /^:[A-Za-z_][A-Za-z0-9_]*$/;
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** `/missions/:uuid/metadata` → `/^\/missions\/[^/]+\/metadata\/?$/i`. */
+function compilePattern(path: string): RegExp {
+  if (!path.startsWith('/')) throw new Error(`alias table: path "${path}" must start with "/"`);
+  const segments = path
+    .slice(1)
+    .split('/')
+    .map((segment) => {
+      if (segment === '') throw new Error(`alias table: path "${path}" has an empty segment`);
+      return PARAM.test(segment) ? '[^/]+' : escapeRegExp(segment);
+    });
+  return new RegExp(`^/${segments.join('/')}/?$`, 'i');
+}
+
+/**
+ * Compiles the `body` and `query` rows of an alias table into a matcher; rows with the same method and
+ * path form one route.
+ * @param table Alias rows (default: the service document's part 9 table).
+ * @throws {Error} for a request row without method or path (a programming error in the table).
+ * @example
+ * compileRoutes().match('POST', '/Missions/abc/metadata/')?.body; // [{canonical:'metadata', alias:'tags'}]
+ */
+export function compileRoutes(table: readonly AliasRow[] = ALIAS_TABLE): RouteMatcher {
+  const routes = new Map<string, { route: AliasRoute; body: AliasRename[]; query: AliasRename[] }>();
+  for (const row of table) {
+    if (row.where === 'response') continue;
+    if (row.method === undefined || row.path === undefined) {
+      throw new Error(
+        `alias table: ${row.where} row ${row.alias}→${row.canonical} needs a method and a path`,
+      );
+    }
+    const method = row.method.toUpperCase();
+    const id = `${method} ${row.path.toLowerCase()}`;
+    let entry = routes.get(id);
+    if (entry === undefined) {
+      const body: AliasRename[] = [];
+      const query: AliasRename[] = [];
+      entry = { route: { method, path: row.path, body, query }, body, query };
+      routes.set(id, entry);
+    }
+    const rename = Object.freeze({ canonical: row.canonical, alias: row.alias });
+    (row.where === 'body' ? entry.body : entry.query).push(rename);
+  }
+
+  const byMethod = new Map<string, Array<{ pattern: RegExp; route: AliasRoute }>>();
+  for (const { route, body, query } of routes.values()) {
+    Object.freeze(body);
+    Object.freeze(query);
+    let list = byMethod.get(route.method);
+    if (list === undefined) {
+      list = [];
+      byMethod.set(route.method, list);
+    }
+    list.push({ pattern: compilePattern(route.path), route: Object.freeze(route) });
+  }
+
+  return {
+    match(method: string, path: string): AliasRoute | undefined {
+      const list = byMethod.get(method);
+      if (list === undefined) return undefined;
+      for (const { pattern, route } of list) {
+        if (pattern.test(path)) return route;
+      }
+      return undefined;
+    },
+  };
+}

@@ -1,0 +1,262 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { SemVer } from 'semver';
+import { describe, expect, it } from 'vitest';
+import { createAliasLayer } from '../../../src/aliases/index.ts';
+import type { AliasSettings } from '../../../src/config.ts';
+import { ShimError } from '../../../src/proxy/errors.ts';
+import type { Exchange, ExchangeHooks } from '../../../src/proxy/types.ts';
+
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+const req = {} as IncomingMessage;
+
+function setup(overrides: Partial<AliasSettings> = {}) {
+  const registry = new Registry();
+  const settings: AliasSettings = { enabled: true, sunsetVersion: new SemVer('1.0.0'), ...overrides };
+  const plugin = createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry });
+  const exchangeOf = (
+    method: string,
+    target: string,
+    headers: IncomingHttpHeaders = {},
+    version: string | null = '0.59.0',
+  ): Exchange => {
+    const q = target.indexOf('?');
+    return {
+      method,
+      path: q < 0 ? target : target.slice(0, q),
+      rawQuery: q < 0 ? '' : target.slice(q + 1),
+      headers,
+      clientVersion: version === null ? undefined : new SemVer(version),
+      responseHeaders: [],
+      logFields: {},
+    };
+  };
+  const uses = async () =>
+    (await registry.getSingleMetric('shim_alias_uses_total')!.get()).values.map(
+      (v) => `${v.labels.alias} ${v.labels.direction} ${v.labels.client} ${v.value}`,
+    );
+  return { plugin, registry, exchangeOf, uses };
+}
+
+const hooksOf = (hooks: ExchangeHooks | undefined): ExchangeHooks => {
+  expect(hooks).toBeDefined();
+  return hooks!;
+};
+
+describe('createAliasLayer — who gets hooks', () => {
+  it('is named', () => {
+    expect(setup().plugin.name).toBe('aliases');
+  });
+
+  it.each([
+    ['1.0.0', 'at the sunset version'],
+    ['1.2.3', 'above it'],
+    [null, 'without a client version (public path, preflight)'],
+  ] as Array<[string | null, string]>)('returns undefined for client %s (%s)', (version: string | null) => {
+    const { plugin, exchangeOf } = setup();
+    expect(plugin.onRequest(exchangeOf('POST', '/missions', JSON_TYPE, version), req)).toBeUndefined();
+  });
+
+  it('returns undefined when the layer is off', () => {
+    const { plugin, exchangeOf } = setup({ enabled: false });
+    expect(plugin.onRequest(exchangeOf('POST', '/missions', JSON_TYPE), req)).toBeUndefined();
+  });
+
+  it('gives a release candidate of the sunset version aliases', () => {
+    const { plugin, exchangeOf } = setup();
+    expect(plugin.onRequest(exchangeOf('GET', '/missions', {}, '1.0.0-rc.1'), req)).toBeDefined();
+  });
+
+  it('gives a legacy client only the response hook on routes without request aliases', () => {
+    const { plugin, exchangeOf } = setup();
+    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions/abc'), req));
+    expect(Object.keys(hooks)).toEqual(['onResponse']);
+  });
+
+  it('rewrites bodies only when the request is JSON', () => {
+    const { plugin, exchangeOf } = setup();
+    for (const type of ['application/json', 'application/vnd.api+json', 'APPLICATION/JSON; charset=utf-8']) {
+      expect(
+        plugin.onRequest(exchangeOf('POST', '/missions', { 'content-type': type }), req)?.body,
+      ).toBeDefined();
+    }
+    for (const headers of [{}, { 'content-type': 'text/plain' }, { 'content-type': 'multipart/form-data' }]) {
+      expect(plugin.onRequest(exchangeOf('POST', '/missions', headers), req)?.body).toBeUndefined();
+    }
+  });
+
+  it('rewrites queries only on query routes', () => {
+    const { plugin, exchangeOf } = setup();
+    expect(plugin.onRequest(exchangeOf('GET', '/files?tags=1'), req)?.rewriteQuery).toBeDefined();
+    expect(
+      plugin.onRequest(exchangeOf('POST', '/projects/p/metadata-types/'), req)?.rewriteQuery,
+    ).toBeDefined();
+    expect(plugin.onRequest(exchangeOf('GET', '/missions?tags=1'), req)?.rewriteQuery).toBeUndefined();
+    expect(
+      plugin.onRequest(exchangeOf('PUT', '/projects/p/metadata-types', JSON_TYPE), req)?.rewriteQuery,
+    ).toBeUndefined();
+  });
+});
+
+describe('createAliasLayer — request rewrites and signals', () => {
+  it('renames a body alias, warns and counts', async () => {
+    const { plugin, exchangeOf, uses } = setup();
+    const exchange = exchangeOf('POST', '/missions', JSON_TYPE);
+    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    const out = hooks.body!.rewrite(Buffer.from('{"name":"m","tags":[{"k":1.50}],"ignoreTags":true}'));
+    expect(out.toString()).toBe('{"name":"m","metadata":[{"k":1.50}],"ignoreMissingMetadata":true}');
+    expect(exchange.responseHeaders).toEqual([
+      ['Warning', '299 - "tags is deprecated; use metadata"'],
+      ['Warning', '299 - "ignoreTags is deprecated; use ignoreMissingMetadata"'],
+    ]);
+    expect(exchange.logFields).toEqual({ aliases: ['tags', 'ignoreTags'] });
+    expect(await uses()).toEqual(['tags request 0.59 1', 'ignoreTags request 0.59 1']);
+  });
+
+  it('adds nothing when the body used no alias, and returns the same Buffer', async () => {
+    const { plugin, exchangeOf, uses } = setup();
+    const exchange = exchangeOf('POST', '/missions/u1/metadata', JSON_TYPE);
+    const body = Buffer.from('{"metadata":[]}');
+    expect(hooksOf(plugin.onRequest(exchange, req)).body!.rewrite(body)).toBe(body);
+    expect(exchange.responseHeaders).toEqual([]);
+    expect(exchange.logFields).toEqual({});
+    expect(await uses()).toEqual([]);
+  });
+
+  it('lets ShimError 400 through for malformed JSON', () => {
+    const { plugin, exchangeOf } = setup();
+    const hooks = hooksOf(plugin.onRequest(exchangeOf('POST', '/projects', JSON_TYPE), req));
+    expect(() => hooks.body!.rewrite(Buffer.from('{"requiredTags":[1,]}'))).toThrow(ShimError);
+  });
+
+  it('renames a query alias, with the configured Deprecation, Sunset and Link headers once', async () => {
+    const { plugin, exchangeOf, uses } = setup({
+      deprecatedAt: new Date('2026-01-01T00:00:00Z'),
+      sunsetAt: new Date('2026-07-01T00:00:00Z'),
+      docsUrl: 'https://docs.example.com/aliases',
+    });
+    const exchange = exchangeOf('GET', '/Files/?tags[]=a&take=5', {}, '0.9.0-beta.2');
+    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    expect(hooks.rewriteQuery!('tags[]=a&take=5&tags[]=b')).toBe(
+      'metadataByTypeUuid[]=a&take=5&metadataByTypeUuid[]=b',
+    );
+    expect(exchange.responseHeaders).toEqual([
+      ['Deprecation', '@1767225600'],
+      ['Sunset', 'Wed, 01 Jul 2026 00:00:00 GMT'],
+      ['Link', '<https://docs.example.com/aliases>; rel="deprecation"'],
+      ['Warning', '299 - "tags is deprecated; use metadataByTypeUuid"'],
+    ]);
+    expect(exchange.logFields.aliases).toEqual(['tags']);
+    expect(await uses()).toEqual(['tags request 0.9 1']);
+  });
+
+  it('sends no signals for a query without aliases', () => {
+    const { plugin, exchangeOf } = setup({ docsUrl: 'https://docs.example.com' });
+    const exchange = exchangeOf('POST', '/projects/p/metadata-types?metadataTypeUUID=x');
+    expect(hooksOf(plugin.onRequest(exchange, req)).rewriteQuery!('metadataTypeUUID=x')).toBe(
+      'metadataTypeUUID=x',
+    );
+    expect(exchange.responseHeaders).toEqual([]);
+  });
+
+  it('records an alias once even when it is used twice in one request', async () => {
+    const { plugin, exchangeOf, uses } = setup();
+    const exchange = exchangeOf('GET', '/files', JSON_TYPE);
+    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    hooks.rewriteQuery!('tags=a');
+    hooks.rewriteQuery!('tags=b');
+    expect(exchange.responseHeaders).toHaveLength(1);
+    expect(await uses()).toEqual(['tags request 0.59 1']);
+  });
+
+  it('keeps Warning values under 4 KB in total', () => {
+    const table = Array.from({ length: 60 }, (_, k) => ({
+      where: 'body' as const,
+      method: 'POST',
+      path: '/many',
+      canonical: `canonicalName${k}`.padEnd(40, 'x'),
+      alias: `aliasName${k}`.padEnd(40, 'y'),
+    }));
+    const registry = new Registry();
+    const plugin = createAliasLayer(
+      { enabled: true, sunsetVersion: new SemVer('1.0.0') },
+      { logger: pino({ level: 'silent' }), registry },
+      table,
+    );
+    const exchange = setup().exchangeOf('POST', '/many', JSON_TYPE);
+    const body = `{${table.map((r) => `"${r.alias}":1`).join(',')}}`;
+    hooksOf(plugin.onRequest(exchange, req)).body!.rewrite(Buffer.from(body));
+    const warnings = exchange.responseHeaders.filter(([name]) => name === 'Warning');
+    expect(warnings.length).toBeGreaterThan(10);
+    expect(warnings.length).toBeLessThan(60);
+    expect(warnings.reduce((n, [, v]) => n + v.length, 0)).toBeLessThanOrEqual(4096);
+    expect(exchange.logFields.aliases).toHaveLength(60);
+  });
+});
+
+describe('createAliasLayer — response patches', () => {
+  it.each([
+    ['application/json', true],
+    ['application/json; charset=utf-8', true],
+    ['application/problem+json', true],
+    ['text/html', false],
+    ['application/octet-stream', false],
+    [undefined, false],
+  ])('patches %s responses: %s', (type, expected) => {
+    const { plugin, exchangeOf } = setup();
+    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
+    const headers: IncomingHttpHeaders = type === undefined ? {} : { 'content-type': type };
+    expect(hooks.onResponse!(200, headers) !== undefined).toBe(expected);
+  });
+
+  it('patches JSON responses of any status', () => {
+    const { plugin, exchangeOf } = setup();
+    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
+    for (const status of [200, 201, 400, 404, 500])
+      expect(hooks.onResponse!(status, JSON_TYPE)).toBeDefined();
+  });
+
+  it('adds aliases, logs how many and counts each alias once per response', async () => {
+    const { plugin, exchangeOf, uses } = setup();
+    const exchange = exchangeOf('GET', '/missions', {}, '0.59.3');
+    const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
+    const outcome = patch.patch(
+      Buffer.from(
+        '{"data":[{"metadata":[1]},{"metadata":[2],"project":{"requiredMetadataTypes":[]}}],"count":2}',
+      ),
+    );
+    expect(outcome).toEqual({
+      kind: 'patched',
+      body: Buffer.from(
+        '{"data":[{"metadata":[1],"tags":[1]},{"metadata":[2],"tags":[2],"project":{"requiredMetadataTypes":[],"requiredTags":[]}}],"count":2}',
+      ),
+    });
+    expect(exchange.logFields).toEqual({ aliasesAdded: 3 });
+    expect(exchange.responseHeaders).toEqual([]);
+    expect(await uses()).toEqual(['tags response 0.59 1', 'requiredTags response 0.59 1']);
+  });
+
+  it('passes unchanged and skipped outcomes through', async () => {
+    const { plugin, exchangeOf, uses } = setup();
+    const exchange = exchangeOf('GET', '/missions');
+    const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
+    expect(patch.patch(Buffer.from('{"a":1}'))).toEqual({ kind: 'unchanged' });
+    expect(patch.patch(Buffer.from('{"metadata":'))).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(exchange.logFields).toEqual({});
+    expect(await uses()).toEqual([]);
+  });
+});
+
+describe('createAliasLayer — metrics', () => {
+  it('registers shim_alias_uses_total on the given registry', async () => {
+    const { registry } = setup();
+    expect(await registry.metrics()).toContain('# TYPE shim_alias_uses_total counter');
+  });
+
+  it('refuses to register twice on one registry', () => {
+    const { registry } = setup();
+    const settings = { enabled: true, sunsetVersion: new SemVer('1.0.0') };
+    expect(() => createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry })).toThrow();
+  });
+});

@@ -1,0 +1,238 @@
+import { describe, expect, it } from 'vitest';
+import {
+  KeyNames,
+  type ScanHandler,
+  scanJson,
+  skipWhitespace,
+  skipWhitespaceBack,
+} from '../../../src/aliases/json-scan.ts';
+
+/** Records every handler call as a readable line. */
+function record(text: string | Buffer, names: string[], maxDepth = Number.POSITIVE_INFINITY) {
+  const events: string[] = [];
+  const handler: ScanHandler = {
+    onKey: (depth, name, keyStart, keyEnd) =>
+      events.push(`key ${depth} ${names[name]} ${keyStart}-${keyEnd}`),
+    onValue: (depth, valueEnd) => events.push(`value ${depth} ${valueEnd}`),
+    onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`),
+  };
+  const bytes = typeof text === 'string' ? Buffer.from(text) : text;
+  const error = scanJson(bytes, new KeyNames(names), handler, maxDepth);
+  return { events, error };
+}
+
+const errorOf = (text: string | Buffer) => record(text, []).error;
+
+describe('scanJson — reported members', () => {
+  it('reports matching members with offsets, nested like the text', () => {
+    //                    0         1         2         3
+    //                    0123456789012345678901234567890123456
+    const { events, error } = record('{"tags":{"tags":1},"x":2,"tags":[3]}', ['tags']);
+    expect(error).toBeUndefined();
+    expect(events).toEqual([
+      'key 1 tags 1-7',
+      'key 2 tags 9-15',
+      'value 2 17',
+      'end 2 17',
+      'value 1 18',
+      'key 1 tags 25-31',
+      'value 1 35',
+      'end 1 35',
+    ]);
+  });
+
+  it('reports only down to maxDepth but validates deeper text', () => {
+    expect(record('{"tags":{"tags":1}}', ['tags'], 1).events).toEqual([
+      'key 1 tags 1-7',
+      'value 1 18',
+      'end 1 18',
+    ]);
+    expect(record('{"tags":{"tags":1,}}', ['tags'], 1).error?.offset).toBe(18);
+  });
+
+  it('reports members of objects inside arrays at their depth', () => {
+    expect(record('[{"a":1},[{"tags":null}]]', ['tags']).events).toEqual([
+      'key 3 tags 11-17',
+      'value 3 22',
+      'end 3 22',
+    ]);
+  });
+
+  it('decodes escaped keys before comparing', () => {
+    for (const key of ['t\\u0061gs', '\\u0074\\u0061\\u0067\\u0073', 'ta\\u0067s']) {
+      expect(record(`{"${key}":1}`, ['tags']).events[0]).toMatch(/^key 1 tags/);
+    }
+    expect(record('{"t\\u0061g":1,"tags\\n":2,"t\\"ags":3}', ['tags']).events).toEqual([]);
+    expect(record(`{"${'\\u0074'.repeat(10)}":1}`, ['tags']).events).toEqual([]);
+  });
+
+  it('compares unescaped keys as bytes, including non-ASCII names', () => {
+    expect(record('{"tag":1,"tagz":2,"tags":3,"tägs":4}', ['tags', 'tägs']).events).toEqual([
+      'key 1 tags 18-24',
+      'value 1 26',
+      'key 1 tägs 27-34',
+      'value 1 36',
+      'end 1 36',
+    ]);
+    expect(record('{"\\u00e4":1,"ä":2}', ['ä']).events).toHaveLength(5);
+  });
+
+  it('does not report string values equal to a name', () => {
+    expect(record('["tags",{"a":"tags"}]', ['tags']).events).toEqual([]);
+  });
+});
+
+describe('scanJson — errors name the problem and the byte offset', () => {
+  it.each([
+    ['', 0, /expected a JSON value but found the end of the text/],
+    ['   ', 3, /expected a JSON value/],
+    ['{"a":1,}', 7, /expected a string key but found '}'/],
+    ['{"a" 1}', 5, /expected ':' after the key but found '1'/],
+    ['{"a":1 "b":2}', 7, /expected ',' or '}' but found '"'/],
+    ['[1 2]', 3, /expected ',' or '\]' but found '2'/],
+    ['[1,]', 3, /expected a JSON value but found '\]'/],
+    ['{"a":1}x', 7, /unexpected 'x' after the JSON value/],
+    ['"abc', 4, /unterminated string/],
+    ['{"abc', 5, /unterminated string/],
+    ['"a\\x"', 2, /invalid escape sequence/],
+    ['{"a\\u12"', 3, /invalid escape sequence/],
+    ['"a\tb"', 2, /unescaped control character byte 0x09 in string/],
+    ['{"a\nb":1}', 3, /unescaped control character/],
+    ['-', 1, /expected a digit/],
+    ['-a', 1, /expected a digit but found 'a'/],
+    ['01', 1, /unexpected '1' after the JSON value/],
+    ['1.', 2, /expected a digit after '.'/],
+    ['1.e5', 2, /expected a digit after '.'/],
+    ['1e', 2, /expected a digit in the exponent/],
+    ['1e+', 3, /expected a digit in the exponent/],
+    ['tru', 0, /expected a JSON value but found 't'/],
+    ['nul', 0, /expected a JSON value/],
+    ['fals', 0, /expected a JSON value/],
+    ['\u00a0{}', 0, /byte 0xc2/],
+  ])('%j → offset %d', (text, offset, message) => {
+    const error = errorOf(text);
+    expect(error?.offset).toBe(offset);
+    expect(error?.message).toMatch(message);
+  });
+
+  it('explains a byte order mark and UTF-16', () => {
+    expect(errorOf(Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]))?.message).toMatch(/byte order mark/);
+    expect(errorOf(Buffer.from([0xff, 0xfe, 0x7b, 0x00]))?.message).toMatch(/UTF-16/);
+    expect(errorOf(Buffer.from([0x00, 0x7b]))?.message).toMatch(/UTF-16/);
+    expect(errorOf(Buffer.from('[x'))?.message).not.toMatch(/UTF-16|byte order/);
+  });
+});
+
+describe('scanJson — UTF-8 (RFC 8259 §8.1, RFC 3629)', () => {
+  const str = (...bytes: number[]) => Buffer.from([0x22, ...bytes, 0x22]);
+  it.each([
+    [[0x7f]],
+    [[0xc2, 0x80]],
+    [[0xdf, 0xbf]],
+    [[0xe0, 0xa0, 0x80]],
+    [[0xed, 0x9f, 0xbf]],
+    [[0xee, 0x80, 0x80]],
+    [[0xef, 0xbf, 0xbf]],
+    [[0xf0, 0x90, 0x80, 0x80]],
+    [[0xf4, 0x8f, 0xbf, 0xbf]],
+  ])('accepts %j', (bytes) => {
+    expect(errorOf(str(...bytes))).toBeUndefined();
+  });
+
+  it.each([
+    [[0x80], 'lone continuation'],
+    [[0xc0, 0x80], 'overlong 2 bytes'],
+    [[0xc1, 0xbf], 'overlong 2 bytes'],
+    [[0xc2], 'truncated'],
+    [[0xc2, 0x41], 'bad continuation'],
+    [[0xe0, 0x9f, 0xbf], 'overlong 3 bytes'],
+    [[0xe1, 0x80], 'truncated'],
+    [[0xe1, 0x80, 0xc0], 'bad third byte'],
+    [[0xed, 0xa0, 0x80], 'surrogate U+D800'],
+    [[0xf0, 0x8f, 0xbf, 0xbf], 'overlong 4 bytes'],
+    [[0xf4, 0x90, 0x80, 0x80], 'above U+10FFFF'],
+    [[0xf1, 0x80, 0x80], 'truncated 4 bytes'],
+    [[0xf1, 0x80, 0x80, 0x7f], 'bad fourth byte'],
+    [[0xf5, 0x80, 0x80, 0x80], 'invalid lead byte'],
+    [[0xff], 'invalid byte'],
+  ])('rejects %j (%s) at its offset', (bytes) => {
+    expect(errorOf(str(...bytes))).toEqual({ offset: 1, message: 'invalid UTF-8 in string' });
+  });
+
+  it('rejects a sequence truncated by the end of the text', () => {
+    expect(errorOf(Buffer.from([0x22, 0xc2]))?.message).toBe('invalid UTF-8 in string');
+    expect(errorOf(Buffer.from([0x22, 0xe2, 0x82]))?.message).toBe('invalid UTF-8 in string');
+  });
+
+  it('rejects non-ASCII bytes outside strings', () => {
+    expect(errorOf(Buffer.from([0x5b, 0xc3, 0xa4, 0x5d]))?.offset).toBe(1);
+  });
+});
+
+describe('scanJson — size and depth without recursion', () => {
+  it('scans 100,000 levels of nesting', () => {
+    const depth = 100_000;
+    const text = `${'[{"tags":'.repeat(depth)}0${'}]'.repeat(depth)}`;
+    let keys = 0;
+    let ends = 0;
+    let maxDepth = 0;
+    const error = scanJson(
+      Buffer.from(text),
+      new KeyNames(['tags']),
+      {
+        onKey: (d) => {
+          keys++;
+          maxDepth = Math.max(maxDepth, d);
+        },
+        onValue: () => {},
+        onObjectEnd: () => ends++,
+      },
+      Number.POSITIVE_INFINITY,
+    );
+    expect(error).toBeUndefined();
+    expect(keys).toBe(depth);
+    expect(ends).toBe(depth);
+    expect(maxDepth).toBe(2 * depth);
+  });
+
+  it('rejects 100,000 unclosed levels at the end of the text', () => {
+    const text = '['.repeat(100_000);
+    expect(errorOf(text)).toEqual({
+      offset: 100_000,
+      message: 'expected a JSON value but found the end of the text',
+    });
+  });
+
+  it('scans an object with 1,000,000 members', () => {
+    const count = 1_000_000;
+    const parts = ['{'];
+    for (let k = 0; k < count; k++) parts.push(k === 0 ? '' : ',', `"k${k}":${k}`);
+    parts.push(',"tags":true}');
+    const { events, error } = record(parts.join(''), ['tags']);
+    expect(error).toBeUndefined();
+    expect(events).toHaveLength(3);
+  });
+});
+
+describe('KeyNames', () => {
+  it('rejects repeated names', () => {
+    expect(() => new KeyNames(['a', 'a'])).toThrow(/distinct/);
+  });
+
+  it('matches nothing when empty', () => {
+    expect(record('{"":1,"a":2}', []).events).toEqual([]);
+  });
+
+  it('can match the empty key', () => {
+    expect(record('{"":1}', ['']).events).toEqual(['key 1  1-3', 'value 1 5', 'end 1 5']);
+  });
+});
+
+describe('skipWhitespace / skipWhitespaceBack', () => {
+  it('skip exactly the four JSON whitespace bytes', () => {
+    const text = Buffer.from('a \t\r\n\u000bb');
+    expect(skipWhitespace(text, 1)).toBe(5);
+    expect(skipWhitespaceBack(text, 5)).toBe(1);
+    expect(skipWhitespaceBack(Buffer.from('  '), 2)).toBe(0);
+  });
+});

@@ -1,0 +1,262 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { GROWTH_SLACK, patchJson } from '../../../src/aliases/patch-json.ts';
+import { ALIAS_TABLE, responsePairs } from '../../../src/aliases/table.ts';
+import { addAliases, cutInserted, random, serialize, treeArbitrary } from './helpers.ts';
+
+const pairs = responsePairs();
+const patch = (text: string | Buffer) => patchJson(pairs, Buffer.isBuffer(text) ? text : Buffer.from(text));
+const patched = (text: string) => {
+  const result = patch(text);
+  if (result.kind !== 'patched') throw new Error(`expected patched, got ${JSON.stringify(result)}`);
+  return result.body.toString('utf8');
+};
+
+describe('patchJson — every response row of the service document table', () => {
+  it.each(ALIAS_TABLE.filter((r) => r.where === 'response').map((r) => [r.canonical, r.alias] as const))(
+    '%s → %s',
+    (canonical, alias) => {
+      const c = JSON.stringify(canonical);
+      const a = JSON.stringify(alias);
+      // canonical only → alias inserted right after it, same value bytes
+      expect(patched(`{"uuid":"u",${c}:[{"v":1.50}],"x":1}`)).toBe(
+        `{"uuid":"u",${c}:[{"v":1.50}],${a}:[{"v":1.50}],"x":1}`,
+      );
+      // both → unchanged
+      expect(patch(`{${c}:[1],${a}:[2]}`)).toEqual({ kind: 'unchanged' });
+      expect(patch(`{${a}:[2],${c}:[1]}`)).toEqual({ kind: 'unchanged' });
+      // neither → unchanged
+      expect(patch('{"uuid":"u","name":"metadata"}')).toEqual({ kind: 'unchanged' });
+    },
+  );
+});
+
+describe('patchJson — bytes', () => {
+  it.each([
+    [
+      '{"metadata":12345678901234567890,"x":1.50}',
+      '{"metadata":12345678901234567890,"tags":12345678901234567890,"x":1.50}',
+    ],
+    ['{ "metadata" : 1.50 , "x":1}', '{ "metadata" : 1.50,"tags":1.50 , "x":1}'],
+    [
+      '{"metadata":"\\u00e9\\n\\"","tags2":0}',
+      '{"metadata":"\\u00e9\\n\\"","tags":"\\u00e9\\n\\"","tags2":0}',
+    ],
+    [
+      '[{"metadata":1},{"metadata":2,"tags":3},{"a":{"metadata":[]}}]',
+      '[{"metadata":1,"tags":1},{"metadata":2,"tags":3},{"a":{"metadata":[],"tags":[]}}]',
+    ],
+    ['{"data":[{"metadata":{}}],"count":1}', '{"data":[{"metadata":{},"tags":{}}],"count":1}'],
+    [
+      '{"project":{"requiredMetadataTypes":["a"]},"metadata":null}',
+      '{"project":{"requiredMetadataTypes":["a"],"requiredTags":["a"]},"metadata":null,"tags":null}',
+    ],
+    [
+      '{"metadata":1,"requiredMetadataTypes":2}',
+      '{"metadata":1,"tags":1,"requiredMetadataTypes":2,"requiredTags":2}',
+    ],
+    // escaped spellings count, on either side
+    ['{"m\\u0065tadata":1}', '{"m\\u0065tadata":1,"tags":1}'],
+    ['{"metadata":1,"t\\u0061gs":2}', null],
+    // canonical twice: the last value (JSON.parse semantics), after the last member
+    ['{"metadata":1,"x":0,"metadata":2}', '{"metadata":1,"x":0,"metadata":2,"tags":2}'],
+    // nested canonical: the copy is the patched value, so patching is idempotent
+    [
+      '{"metadata":{"metadata":[1]}}',
+      '{"metadata":{"metadata":[1],"tags":[1]},"tags":{"metadata":[1],"tags":[1]}}',
+    ],
+    [
+      '{"metadata":[{"metadata":1},{"metadata":2}]}',
+      '{"metadata":[{"metadata":1,"tags":1},{"metadata":2,"tags":2}],"tags":[{"metadata":1,"tags":1},{"metadata":2,"tags":2}]}',
+    ],
+    // keys only, never string values; pretty-printing kept
+    ['["metadata",{"x":"metadata"}]', null],
+    ['{\n  "metadata": [\n    1\n  ]\n}\n', '{\n  "metadata": [\n    1\n  ],"tags":[\n    1\n  ]\n}\n'],
+  ])('%j', (input, output) => {
+    if (output === null) expect(patch(input)).toEqual({ kind: 'unchanged' });
+    else {
+      expect(patched(input)).toBe(output);
+      expect(JSON.parse(output)).toEqual(addAliases(JSON.parse(input), pairs));
+    }
+  });
+
+  it('reports the insertions', () => {
+    expect(patch('[{"metadata":1},{"requiredMetadataTypes":[]}]')).toMatchObject({
+      kind: 'patched',
+      insertions: [
+        { pair: 0, offset: 14, length: ',"tags":1'.length },
+        { pair: 1, offset: 43, length: ',"requiredTags":[]'.length },
+      ],
+    });
+  });
+});
+
+describe('patchJson — pairs', () => {
+  it('accepts any pairs table, up to 30 pairs', () => {
+    const custom = [{ canonical: 'new', alias: 'old' }];
+    expect(patchJson(custom, Buffer.from('{"new":1}'))).toMatchObject({ kind: 'patched' });
+    const many = Array.from({ length: 31 }, (_, k) => ({ canonical: `c${k}`, alias: `a${k}` }));
+    expect(() => patchJson(many, Buffer.from('{}'))).toThrow(/at most 30/);
+  });
+});
+
+describe('patchJson — fast path and invalid input', () => {
+  it('does not scan a body that cannot hold a canonical key', () => {
+    expect(patch('{"a":1')).toEqual({ kind: 'unchanged' });
+    expect(patchJson(pairs, Buffer.from('{"a":1'), { precheck: false })).toEqual({
+      kind: 'skipped',
+      reason: 'invalid_json',
+    });
+  });
+
+  it('scans when a backslash could spell a canonical key', () => {
+    expect(patch('{"\\u006detadata":1,')).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+  });
+
+  it.each([
+    ['truncated', '{"metadata":[1,2'],
+    ['trailing comma', '{"metadata":1,}'],
+    ['two values', '{"metadata":1} {}'],
+    ['empty', ''],
+  ])('skips invalid JSON (%s)', (_, text) => {
+    expect(patchJson(pairs, Buffer.from(text), { precheck: false })).toEqual({
+      kind: 'skipped',
+      reason: 'invalid_json',
+    });
+  });
+
+  it('skips invalid UTF-8 in a key or a value', () => {
+    const key = Buffer.concat([Buffer.from('{"metadata":1,"'), Buffer.from([0xff]), Buffer.from('":2}')]);
+    const value = Buffer.concat([
+      Buffer.from('{"metadata":"'),
+      Buffer.from([0xed, 0xa0, 0x80]),
+      Buffer.from('"}'),
+    ]);
+    expect(patch(key)).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(patch(value)).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+  });
+
+  it('never throws, whatever the bytes', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 64 }),
+        fc.constantFrom('', '{"metadata":', '[{"metadata":1},'),
+        (bytes, prefix) => {
+          const result = patch(Buffer.concat([Buffer.from(prefix), bytes]));
+          expect(['patched', 'unchanged', 'skipped']).toContain(result.kind);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('skips canonical values nested so deeply in canonical values that copies would explode', () => {
+    const depth = 40; // each level doubles the copies: 2^40 bytes if it were rendered
+    const text = `${'{"metadata":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    expect(patch(text)).toEqual({ kind: 'skipped', reason: 'too_deep' });
+  });
+
+  it('still patches moderate nesting of canonical values within the growth slack', () => {
+    const depth = 10;
+    const text = `${'{"metadata":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const result = patch(text);
+    expect(result.kind).toBe('patched');
+    if (result.kind !== 'patched') return;
+    expect(result.body.length).toBeLessThanOrEqual(text.length * 2 + GROWTH_SLACK);
+    expect(JSON.parse(result.body.toString())).toEqual(addAliases(JSON.parse(text), pairs));
+  });
+});
+
+describe('patchJson — size and depth', () => {
+  it('patches at the bottom of 100,000 levels of nesting', () => {
+    const depth = 100_000;
+    const text = `${'[{"a":'.repeat(depth)}{"metadata":7}${'}]'.repeat(depth)}`;
+    const result = patch(text);
+    expect(result.kind).toBe('patched');
+    if (result.kind !== 'patched') return;
+    expect(result.body.toString()).toBe(text.replace('{"metadata":7}', '{"metadata":7,"tags":7}'));
+  });
+
+  it('patches every level of 100,000 nested objects', () => {
+    const depth = 100_000;
+    const text = `${'{"metadata":0,"x":'.repeat(depth)}0${'}'.repeat(depth)}`;
+    const result = patch(text);
+    expect(result.kind).toBe('patched');
+    if (result.kind !== 'patched') return;
+    expect(result.insertions).toHaveLength(depth);
+    expect(result.body.toString()).toBe(text.replaceAll('"metadata":0', '"metadata":0,"tags":0'));
+  });
+
+  it('patches an object with 1,000,000 members', () => {
+    const parts = ['{'];
+    for (let k = 0; k < 1_000_000; k++) parts.push(`"k${k}":${k},`);
+    parts.push('"metadata":[1]}');
+    const text = parts.join('');
+    const result = patch(text);
+    expect(result.kind).toBe('patched');
+    if (result.kind !== 'patched') return;
+    expect(result.body.length).toBe(text.length + ',"tags":[1]'.length);
+    expect(result.body.toString().endsWith('"metadata":[1],"tags":[1]}')).toBe(true);
+  });
+
+  it('patches a list of 10,000 missions', () => {
+    const missions = Array.from({ length: 10_000 }, (_, k) => ({
+      uuid: `m-${k}`,
+      metadata: [{ uuid: `t-${k}`, value: k / 3 }],
+      project: { requiredMetadataTypes: [`mt-${k % 7}`] },
+    }));
+    const text = JSON.stringify({ data: missions, count: 10_000 });
+    const result = patch(text);
+    expect(result.kind).toBe('patched');
+    if (result.kind !== 'patched') return;
+    expect(result.insertions).toHaveLength(20_000);
+    expect(JSON.parse(result.body.toString())).toEqual(addAliases(JSON.parse(text), pairs));
+  });
+});
+
+describe('patchJson — properties', () => {
+  const keys = ['metadata', 'tags', 'requiredMetadataTypes', 'requiredTags'];
+  const input = fc
+    .tuple(treeArbitrary(keys), fc.integer())
+    .map(([tree, seed]) => serialize(tree, random(seed)));
+
+  it('matches the reference model (JSON.parse, add aliases)', () => {
+    fc.assert(
+      fc.property(input, (text) => {
+        const result = patch(text);
+        expect(result.kind).not.toBe('skipped');
+        const out = result.kind === 'patched' ? result.body.toString() : text;
+        expect(JSON.parse(out)).toEqual(addAliases(JSON.parse(text), pairs));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('patch-then-cut gives the upstream bytes back; each piece is ,"alias":<value>', () => {
+    fc.assert(
+      fc.property(input, (text) => {
+        const body = Buffer.from(text);
+        const result = patch(body);
+        if (result.kind !== 'patched') return;
+        expect(cutInserted(result.body, result.insertions).equals(body)).toBe(true);
+        let shift = 0;
+        for (const { offset, length, pair } of result.insertions) {
+          const piece = result.body.subarray(offset + shift, offset + shift + length).toString();
+          expect(piece.startsWith(`,${JSON.stringify(pairs[pair]!.alias)}:`)).toBe(true);
+          shift += length;
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('is idempotent: patching a patched body changes nothing', () => {
+    fc.assert(
+      fc.property(input, (text) => {
+        const result = patch(text);
+        if (result.kind === 'patched') expect(patch(result.body)).toEqual({ kind: 'unchanged' });
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});

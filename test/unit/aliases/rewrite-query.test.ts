@@ -1,0 +1,151 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { rewriteQuery } from '../../../src/aliases/rewrite-query.ts';
+import { compileRoutes } from '../../../src/aliases/route-match.ts';
+import { ALIAS_TABLE } from '../../../src/aliases/table.ts';
+
+const files = [{ canonical: 'metadataByTypeUuid', alias: 'tags' }];
+const rewrite = (query: string) => rewriteQuery(files, query);
+
+describe('rewriteQuery — every query row of the service document table', () => {
+  const routes = compileRoutes();
+  it.each(
+    ALIAS_TABLE.filter((r) => r.where === 'query').map(
+      (r) => [r.method!, r.path!, r.canonical, r.alias] as const,
+    ),
+  )('%s %s: %s ← %s', (method, path, canonical, alias) => {
+    const renames = routes.match(method, path.replace(':uuid', 'p'))!.query;
+    expect(rewriteQuery(renames, `${alias}=v1&take=10`)).toEqual({
+      query: `${canonical}=v1&take=10`,
+      aliasesUsed: [alias],
+    });
+    expect(rewriteQuery(renames, `${alias}=v1&${canonical}=v2`)).toEqual({
+      query: `${canonical}=v2`,
+      aliasesUsed: [alias],
+    });
+    expect(rewriteQuery(renames, 'take=10&skip=0')).toEqual({ query: 'take=10&skip=0', aliasesUsed: [] });
+  });
+});
+
+describe('rewriteQuery — forms of a name', () => {
+  it.each([
+    ['tags=a', 'metadataByTypeUuid=a'],
+    ['tags', 'metadataByTypeUuid'],
+    ['tags=', 'metadataByTypeUuid='],
+    ['tags[]=a&tags[]=b', 'metadataByTypeUuid[]=a&metadataByTypeUuid[]=b'],
+    ['tags[x]=v', 'metadataByTypeUuid[x]=v'],
+    ['tags[x][y]=v', 'metadataByTypeUuid[x][y]=v'],
+    ['tags%5B%5D=v', 'metadataByTypeUuid%5B%5D=v'],
+    ['tags%5b0%5d=v', 'metadataByTypeUuid%5b0%5d=v'],
+    ['t%61gs=v', 'metadataByTypeUuid=v'],
+    ['%74%61%67%73[]=v', 'metadataByTypeUuid[]=v'],
+    ['tags=a=b&x=%ZZ', 'metadataByTypeUuid=a=b&x=%ZZ'],
+    ['tags=%E2%9C%93+%20&a=1&&b=2&', 'metadataByTypeUuid=%E2%9C%93+%20&a=1&&b=2&'],
+  ])('%s → %s', (input, output) => {
+    expect(rewrite(input)).toEqual({ query: output, aliasesUsed: ['tags'] });
+  });
+
+  it.each([
+    'Tags=a', // names match case-sensitively
+    'TAGS=a',
+    'tagsx=a',
+    'xtags=a',
+    'tag=a',
+    'a=tags',
+    'tags%=a', // malformed percent-encoding matches no name
+    't%6=a',
+    '%E2%28=1',
+    'ta+gs=a',
+    'tags%5D=a',
+    '',
+    '&&',
+  ])('%j is not the alias: the identical string comes back', (input) => {
+    const result = rewrite(input);
+    expect(result).toEqual({ query: input, aliasesUsed: [] });
+  });
+});
+
+describe('rewriteQuery — canonical wins', () => {
+  it.each([
+    ['tags=a&metadataByTypeUuid=b', 'metadataByTypeUuid=b'],
+    ['metadataByTypeUuid=b&tags=a', 'metadataByTypeUuid=b'],
+    ['x=1&tags=a&y=2&metadataByTypeUuid=b&tags[]=c&z=3', 'x=1&y=2&metadataByTypeUuid=b&z=3'],
+    ['tags=a&tags=b&metadataByTypeUuid%5B%5D=c', 'metadataByTypeUuid%5B%5D=c'],
+    ['metadataByTypeUuid[x]=c&t%61gs=a', 'metadataByTypeUuid[x]=c'],
+    ['a=1&&tags=2&metadataByTypeUuid=3', 'a=1&&metadataByTypeUuid=3'],
+    ['tags=1&&metadataByTypeUuid=3', '&metadataByTypeUuid=3'],
+    ['metadataByTypeUuid', 'metadataByTypeUuid'],
+  ])('%s → %s', (input, output) => {
+    expect(rewrite(input).query).toBe(output);
+  });
+
+  it('handles several renames independently', () => {
+    const renames = [
+      { canonical: 'metadata', alias: 'tags' },
+      { canonical: 'ignoreMissingMetadata', alias: 'ignoreTags' },
+    ];
+    expect(rewriteQuery(renames, 'ignoreTags=1&tags=2&metadata=3')).toEqual({
+      query: 'ignoreMissingMetadata=1&metadata=3',
+      aliasesUsed: ['tags', 'ignoreTags'],
+    });
+  });
+});
+
+describe('rewriteQuery — properties', () => {
+  const piece = fc.oneof(
+    fc
+      .constantFrom(
+        'tags',
+        't%61gs',
+        'tags[]',
+        'tags%5B%5D',
+        'tags[k]',
+        'metadataByTypeUuid',
+        'take',
+        '',
+        'Tags',
+      )
+      .chain((key) =>
+        fc
+          .option(fc.webSegment(), { nil: undefined })
+          .map((value) => (value === undefined ? key : `${key}=${value}`)),
+      ),
+    fc.webSegment(),
+  );
+  const query = fc.array(piece, { maxLength: 8 }).map((pieces) => pieces.join('&'));
+
+  /** Pieces whose name is neither the alias nor the canonical name. */
+  const others = (q: string) =>
+    q.split('&').filter((p) => !/^(tags|t%61gs|metadataByTypeUuid)([[%=]|$)/.test(p));
+
+  it('keeps every other piece byte for byte, in order', () => {
+    fc.assert(
+      fc.property(query, (q) => {
+        expect(others(rewrite(q).query)).toEqual(others(q));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('leaves no alias form, and keeps every canonical form as sent', () => {
+    fc.assert(
+      fc.property(query, (q) => {
+        const pieces = rewrite(q).query.split('&');
+        expect(pieces.filter((p) => /^(tags|t%61gs)([[%=]|$)/.test(p))).toEqual([]);
+        const canonical = (s: string) => s.split('&').filter((p) => /^metadataByTypeUuid([[%=]|$)/.test(p));
+        if (canonical(q).length > 0) expect(canonical(rewrite(q).query)).toEqual(canonical(q));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('is idempotent', () => {
+    fc.assert(
+      fc.property(query, (q) => {
+        const once = rewrite(q).query;
+        expect(rewrite(once)).toEqual({ query: once, aliasesUsed: [] });
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});

@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { compileRoutes } from '../../../src/aliases/route-match.ts';
+import { ALIAS_TABLE } from '../../../src/aliases/table.ts';
+
+const matcher = compileRoutes();
+
+/** Replaces `:uuid` with a concrete segment. */
+const concrete = (path: string, uuid = '0b5e0c9e-6f4c-4c1a-9f0e-3d3c2b1a0f9e') => path.replace(':uuid', uuid);
+
+describe('compileRoutes().match — every request row of the table', () => {
+  const requestRows = ALIAS_TABLE.filter((r) => r.where !== 'response');
+
+  it.each(requestRows.map((r) => [r.method!, r.path!, r.where, r.canonical, r.alias] as const))(
+    '%s %s (%s %s ← %s)',
+    (method, path, where, canonical, alias) => {
+      const variants = [
+        concrete(path),
+        `${concrete(path)}/`,
+        concrete(path).toUpperCase(),
+        concrete(path.replace(/^\/(\w)/, (_, c: string) => `/${c.toUpperCase()}`)),
+        concrete(path, 'x'),
+        concrete(path, '%20'),
+      ];
+      for (const variant of variants) {
+        const route = matcher.match(method, variant);
+        expect(route, variant).toBeDefined();
+        expect(route?.[where as 'body' | 'query']).toContainEqual({ canonical, alias });
+      }
+    },
+  );
+
+  it('groups rows of one route', () => {
+    expect(matcher.match('POST', '/missions')).toEqual({
+      method: 'POST',
+      path: '/missions',
+      body: [
+        { canonical: 'metadata', alias: 'tags' },
+        { canonical: 'ignoreMissingMetadata', alias: 'ignoreTags' },
+      ],
+      query: [],
+    });
+  });
+
+  it('keeps body and query routes of the same path apart by method', () => {
+    expect(matcher.match('PUT', '/projects/p/metadata-types')).toMatchObject({
+      body: [{ canonical: 'metadataTypeUUIDs', alias: 'tagTypeUUIDs' }],
+      query: [],
+    });
+    expect(matcher.match('POST', '/projects/p/metadata-types')).toMatchObject({
+      body: [],
+      query: [{ canonical: 'metadataTypeUUID', alias: 'tagTypeUUID' }],
+    });
+  });
+});
+
+describe('compileRoutes().match — what must not match', () => {
+  it.each([
+    ['POST', '/missions//metadata', 'empty :uuid segment'],
+    ['POST', '/missions/a/b/metadata', ':uuid spanning two segments'],
+    ['POST', '/missions/a/metadata//', 'two trailing slashes'],
+    ['POST', '/missions//', 'two trailing slashes'],
+    ['POST', '/missions/a/metadatax', 'longer last segment'],
+    ['POST', '/missionsx', 'longer segment'],
+    ['POST', '/api/missions', 'prefix'],
+    ['POST', 'missions', 'not origin-form'],
+    ['GET', '/missions', 'other method'],
+    ['post', '/missions', 'lower-case method (methods are case-sensitive)'],
+    ['DELETE', '/files', 'method without rows'],
+    ['GET', '/files/x', 'sub-path'],
+    ['POST', '/projects/metadata-types', 'missing :uuid'],
+    ['PUT', '/projects/a/metadata-types/x', 'extra segment'],
+    ['GET', '/fil.s', 'regular-expression metacharacter is literal'],
+  ])('%s %s (%s)', (method, path) => {
+    expect(matcher.match(method, path)).toBeUndefined();
+  });
+});
+
+describe('compileRoutes — table errors', () => {
+  it('rejects a request row without a path', () => {
+    expect(() => compileRoutes([{ where: 'body', method: 'POST', canonical: 'a', alias: 'b' }])).toThrow(
+      /needs a method and a path/,
+    );
+  });
+
+  it('rejects paths that are not origin-form or have empty segments', () => {
+    expect(() =>
+      compileRoutes([{ where: 'body', method: 'POST', path: 'x', canonical: 'a', alias: 'b' }]),
+    ).toThrow(/must start with/);
+    expect(() =>
+      compileRoutes([{ where: 'query', method: 'GET', path: '/a//b', canonical: 'a', alias: 'b' }]),
+    ).toThrow(/empty segment/);
+  });
+
+  it('escapes literal segments and accepts any parameter name', () => {
+    const m = compileRoutes([
+      { where: 'query', method: 'get', path: '/v1.0/:id/x+y', canonical: 'a', alias: 'b' },
+    ]);
+    expect(m.match('GET', '/v1.0/7/x+y')).toBeDefined();
+    expect(m.match('GET', '/v1x0/7/x+y')).toBeUndefined();
+    expect(m.match('GET', '/v1.0/7/xxy')).toBeUndefined();
+  });
+});
