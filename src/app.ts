@@ -19,6 +19,7 @@ import { createExchangeState, type ExchangeState, stateOf } from './proxy/exchan
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
 import { sendError } from './proxy/respond.ts';
+import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 
@@ -38,6 +39,8 @@ export interface Shim {
   readonly forwarder: Forwarder;
   /** The service version, configured or learned from the upstream. */
   readonly serviceVersion: ServiceVersion;
+  /** For `createFrontServer`: counts and logs requests the HTTP server refuses before the pipeline. */
+  readonly onServerRejection: (reason: ParserRejection, status: number) => void;
 }
 
 /**
@@ -76,9 +79,10 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const start: RequestHandler = (req, res, next) => {
     const state = createExchangeState(req, performance.now());
-    state.route = routeClass(state.exchange.path);
     res.locals.shim = state;
     res.once('finish', () => {
+      // Classed at the end: rejected requests and upstream 404s do not earn a route label of their own.
+      state.route = routeClass(state.exchange.path, state.rejection === undefined && res.statusCode !== 404);
       const status = String(res.statusCode);
       metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
       metrics.duration.observe({ route: state.route }, (performance.now() - state.startedAt) / 1000);
@@ -129,5 +133,9 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   app.use(applyPlugins);
   app.use(forwarder.handler);
   app.use(onError);
-  return { app, forwarder, serviceVersion };
+  const onServerRejection = (reason: ParserRejection, status: number) => {
+    metrics.rejections.inc({ reason });
+    logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
+  };
+  return { app, forwarder, serviceVersion, onServerRejection };
 }

@@ -76,6 +76,21 @@ export function checkFraming(headers: IncomingHttpHeaders): string | undefined {
 }
 
 /**
+ * Checks that a request carries at most one `Host` header (RFC 9112 §3.2: more than one → 400). Node
+ * keeps the first and drops the others, where another server may read the last.
+ * @param rawHeaders The request's flat raw header list (`[name, value, …]`).
+ * @returns `undefined` when there is at most one, else the message for a 400.
+ */
+export function checkSingleHost(rawHeaders: readonly string[]): string | undefined {
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return 'Send exactly one Host header.';
+  }
+  return undefined;
+}
+
+/**
  * Whether the request asks for a protocol upgrade (WebSocket, h2c), which the shim does not support.
  * @returns `true` when an `Upgrade` header is present.
  */
@@ -85,20 +100,25 @@ export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
 
 /**
  * The hygiene gate for one request.
+ * @param rawHeaders The raw header list, for {@link checkSingleHost} (skipped when omitted).
  * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
  */
-export function assertHygiene(target: string, headers: IncomingHttpHeaders): void {
+export function assertHygiene(
+  target: string,
+  headers: IncomingHttpHeaders,
+  rawHeaders: readonly string[] = [],
+): void {
   if (isUpgradeRequest(headers)) {
     throw new ShimError('upgrade', 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
   }
-  const problem = checkRequestTarget(target) ?? checkFraming(headers);
+  const problem = checkRequestTarget(target) ?? checkFraming(headers) ?? checkSingleHost(rawHeaders);
   if (problem) throw new ShimError('hygiene', problem);
 }
 
 /** Express middleware for {@link assertHygiene}; passes a {@link ShimError} to the error handler. */
 export function hygieneGate(): RequestHandler {
   return (req, _res, next) => {
-    assertHygiene(req.url, req.headers);
+    assertHygiene(req.url, req.headers, req.rawHeaders);
     next();
   };
 }

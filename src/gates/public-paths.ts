@@ -41,14 +41,17 @@ export function publicPathMatcher(rules: PublicPaths): (path: string) => boolean
 
 /**
  * Whether a request is a CORS preflight (Fetch standard, "CORS-preflight request"): `OPTIONS` with
- * `Origin` and `Access-Control-Request-Method`. Browsers send neither cookies nor custom headers on a
+ * `Origin` and `Access-Control-Request-Method`, and no body. Browsers send neither cookies nor custom headers on a
  * preflight, so it cannot pass the version and credential gates and is forwarded unchecked.
  */
 export function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
   return (
     method === 'OPTIONS' &&
     headers.origin !== undefined &&
-    headers['access-control-request-method'] !== undefined
+    headers['access-control-request-method'] !== undefined &&
+    // A preflight never has a body (Fetch standard); one that does is not a browser's and is checked.
+    headers['transfer-encoding'] === undefined &&
+    (headers['content-length'] === undefined || headers['content-length'] === '0')
   );
 }
 

@@ -95,16 +95,20 @@ const seenClasses = new Set<string>();
 /**
  * The bounded route class of a raw path: lower-cased, at most three segments, identifier segments
  * replaced by `:id`, no trailing slash; e.g. `/missions/5f0c…/metadata` → `/missions/:id/metadata`.
- * After {@link MAX_ROUTE_CLASSES} distinct classes, new ones are reported as `other`.
+ * Only routes that exist earn a label of their own: a class is learned when `learn` is true (the
+ * caller passes false for shim rejections and upstream 404s, so a scanner probing random paths cannot
+ * use up the labels), and after {@link MAX_ROUTE_CLASSES} learned classes new ones are `other`.
  * @param path Raw path without query.
+ * @param learn Whether an unseen class may be added.
+ * @returns The class, or `other` for an unseen class that may not be learned.
  */
-export function routeClass(path: string): string {
+export function routeClass(path: string, learn = true): string {
   const segments = path.toLowerCase().split('/', 5).slice(1, 4);
   let out = '';
   for (const s of segments) if (s !== '') out += `/${ID_SEGMENT.test(s) ? ':id' : s}`;
   const cls = out === '' ? '/' : out;
   if (seenClasses.has(cls)) return cls;
-  if (seenClasses.size >= MAX_ROUTE_CLASSES) return 'other';
+  if (!learn || seenClasses.size >= MAX_ROUTE_CLASSES) return 'other';
   seenClasses.add(cls);
   return cls;
 }

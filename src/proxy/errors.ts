@@ -16,8 +16,7 @@ export type RejectionReason =
   | 'upstream_refused'
   | 'upstream_reset'
   | 'upstream_invalid'
-  | 'upstream_timeout'
-  | 'not_found';
+  | 'upstream_timeout';
 
 /** Status code per rejection reason (SPEC §3, §4, §5). */
 export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Object.freeze({
@@ -31,7 +30,6 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
   upstream_reset: 502,
   upstream_invalid: 502,
   upstream_timeout: 504,
-  not_found: 404,
 });
 
 /**

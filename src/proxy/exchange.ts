@@ -10,7 +10,7 @@ export interface ExchangeState {
   readonly exchange: Exchange;
   /** `performance.now()` when the request arrived, in ms. */
   readonly startedAt: number;
-  /** Bounded route class for metrics. */
+  /** Bounded route class for metrics and the log line; set when the response finishes. */
   route: string;
   /** Set by the preflight and public-path gates: skip the version and credential gates. */
   unchecked: 'preflight' | 'public' | undefined;

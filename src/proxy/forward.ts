@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import type { Logger } from 'pino';
-import type { CoreMetrics, UpstreamErrorKind } from '../observability/metrics.ts';
+import { type CoreMetrics, routeClass, type UpstreamErrorKind } from '../observability/metrics.ts';
 import { DecodedTooLargeError, decodeBody, encodeBody, supportedCoding } from './content-coding.ts';
 import { ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
@@ -81,8 +81,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     } else if (req.headers['transfer-encoding'] !== undefined) {
       proxyReq.setHeader('transfer-encoding', 'chunked');
       if (scavengingEnabled) req.on('data', countChunk);
-    } else if (scavengingEnabled && Number(req.headers['content-length']) > LARGE_BODY) {
-      req.on('data', countChunk);
+    } else if (req.headers['content-length'] !== undefined) {
+      // Set again even when `Connection` names it: stripped as hop-by-hop, Node would write a GET,
+      // DELETE or OPTIONS body unframed after the headers, and the upstream would read it as the next
+      // request (test/security/request-smuggling.test.ts).
+      proxyReq.setHeader('content-length', req.headers['content-length']);
+      if (scavengingEnabled && Number(req.headers['content-length']) > LARGE_BODY) req.on('data', countChunk);
     }
     appendForwarded(proxyReq, req);
     // Writing flushes the head, so the rewritten body goes last; the client's stream has ended, and
@@ -108,11 +112,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
   const onProxyRes = (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse): void => {
     const state = stateOf(res);
+    const status = proxyRes.statusCode ?? 502;
     metrics.upstreamDuration.observe(
-      { route: state.route },
+      { route: routeClass(state.exchange.path, status !== 404) },
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
-    const status = proxyRes.statusCode ?? 502;
     const patches: ResponsePatch[] = [];
     if (state.hooks.length > 0 && req.method !== 'HEAD' && !NO_PATCH_STATUS.has(status)) {
       for (const hooks of state.hooks) {

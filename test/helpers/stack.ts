@@ -61,7 +61,7 @@ export async function startStack(
   const logger = createLogger(config.logLevel, [`req.headers["${config.apiKeyHeader}"]`], sink);
   const metrics = createMetrics(false);
   const shim = createShim(config, { logger, metrics, upstream: new URL(upstreamUrl) });
-  const server = createFrontServer(shim.app);
+  const server = createFrontServer(shim.app, shim.onServerRejection);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

@@ -53,6 +53,14 @@ describe('routeClass', () => {
   });
 });
 
+describe('routeClass learning', () => {
+  it('does not learn a class from a request that may not (rejected, upstream 404), but reports known ones', () => {
+    expect(routeClass('/never-seen-before/x', false)).toBe('other');
+    expect(routeClass('/never-seen-before/x', true)).toBe('/never-seen-before/x');
+    expect(routeClass('/never-seen-before/x', false)).toBe('/never-seen-before/x');
+  });
+});
+
 describe('methodLabel', () => {
   it.each(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])('%s is its own label', (method) => {
     expect(methodLabel(method)).toBe(method);

@@ -46,7 +46,6 @@ describe('ShimError', () => {
     ['hygiene', 400],
     ['body', 400],
     ['credentials', 401],
-    ['not_found', 404],
     ['size', 413],
     ['version', 426],
     ['upgrade', 501],
@@ -64,7 +63,7 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(11);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(10);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 });

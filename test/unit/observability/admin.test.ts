@@ -1,0 +1,171 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createAdminServer, probeUpstream } from '../../../src/observability/admin.ts';
+
+const servers: http.Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+async function listen(server: http.Server): Promise<string> {
+  servers.push(server);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+interface State {
+  reachable: boolean;
+  draining: boolean;
+  probes: number;
+  delayMs: number;
+}
+
+async function startAdmin(overrides: Partial<State> = {}) {
+  const state: State = { reachable: true, draining: false, probes: 0, delayMs: 0, ...overrides };
+  const registry = new Registry();
+  const counter = new Counter({ name: 'test_things_total', help: 'things', registers: [registry] });
+  counter.inc(3);
+  const url = await listen(
+    createAdminServer({
+      registry,
+      upstreamReachable: async () => {
+        state.probes++;
+        await new Promise((r) => setTimeout(r, state.delayMs));
+        return state.reachable;
+      },
+      draining: () => state.draining,
+    }),
+  );
+  return { url, state };
+}
+
+describe('admin listener', () => {
+  it('answers /healthz with 200 whatever the upstream does', async () => {
+    const { url } = await startAdmin({ reachable: false, draining: true });
+    const res = await fetch(`${url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('answers /readyz with 200 when the upstream is reachable, 503 when not', async () => {
+    const { url, state } = await startAdmin();
+    const ok = await fetch(`${url}/readyz`);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ status: 'ready' });
+    state.reachable = false;
+    const down = await fetch(`${url}/readyz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toEqual({ status: 'upstream unreachable' });
+  });
+
+  it('answers /readyz with 503 while draining, without probing the upstream', async () => {
+    const { url, state } = await startAdmin({ draining: true });
+    const res = await fetch(`${url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ status: 'draining' });
+    expect(state.probes).toBe(0);
+  });
+
+  it('answers 503 when draining began while the probe was running', async () => {
+    const { url, state } = await startAdmin({ delayMs: 100 });
+    const pending = fetch(`${url}/readyz`);
+    setTimeout(() => {
+      state.draining = true;
+    }, 30);
+    expect((await pending).status).toBe(503);
+  });
+
+  it('shares one upstream probe between concurrent readiness checks', async () => {
+    const { url, state } = await startAdmin({ delayMs: 100 });
+    const statuses = await Promise.all(
+      Array.from({ length: 5 }, () => fetch(`${url}/readyz`).then((r) => r.status)),
+    );
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect(state.probes).toBe(1);
+    await fetch(`${url}/readyz`);
+    expect(state.probes).toBe(2);
+  });
+
+  it('serves the registry in Prometheus text format on /metrics', async () => {
+    const { url } = await startAdmin();
+    const res = await fetch(`${url}/metrics?x=1`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(text).toContain('# TYPE test_things_total counter');
+    expect(text).toContain('test_things_total 3');
+  });
+
+  it('answers HEAD without a body, other methods with 405 and unknown paths with 404', async () => {
+    const { url } = await startAdmin();
+    const head = await fetch(`${url}/healthz`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe('');
+    const post = await fetch(`${url}/metrics`, { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
+    expect((await fetch(`${url}/`)).status).toBe(404);
+    expect((await fetch(`${url}/healthz/extra`)).status).toBe(404);
+  });
+
+  it('answers 500 when the readiness callback fails', async () => {
+    const registry = new Registry();
+    const url = await listen(
+      createAdminServer({
+        registry,
+        upstreamReachable: () => Promise.reject(new Error('boom')),
+        draining: () => false,
+      }),
+    );
+    const res = await fetch(`${url}/readyz`);
+    expect(res.status).toBe(500);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('probeUpstream', () => {
+  it('is true for a listening upstream', async () => {
+    const url = await listen(http.createServer());
+    expect(await probeUpstream(new URL(url), 1_000)).toBe(true);
+  });
+
+  it('is false for a closed port', async () => {
+    const server = http.createServer();
+    const url = await listen(server);
+    servers.pop();
+    await new Promise((r) => server.close(r));
+    expect(await probeUpstream(new URL(url), 1_000)).toBe(false);
+  });
+
+  it('is false for a name that does not resolve', async () => {
+    expect(await probeUpstream(new URL('http://upstream.invalid:3000'), 2_000)).toBe(false);
+  });
+
+  it('gives up after the timeout when the connection never completes', async () => {
+    // TEST-NET-1 (RFC 5737): either unroutable (fails fast) or black-holed (times out).
+    const started = performance.now();
+    expect(await probeUpstream(new URL('http://192.0.2.1:81'), 300)).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('accepts bracketed IPv6 literals', async () => {
+    const server = http.createServer();
+    servers.push(server);
+    try {
+      server.listen(0, '::1');
+      await once(server, 'listening');
+    } catch {
+      return; // no IPv6 loopback on this machine
+    }
+    const { port } = server.address() as AddressInfo;
+    expect(await probeUpstream(new URL(`http://[::1]:${port}`), 1_000)).toBe(true);
+  });
+});

@@ -1,0 +1,102 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { requestLog } from '../../../src/observability/request-log.ts';
+import { createExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
+
+let server: Server | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((r) => server?.close(r));
+  server = undefined;
+});
+
+/** A minimal pipeline: exchange state → request log → a handler standing in for the gates and plugins. */
+async function start() {
+  let text = '';
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  });
+  const logger = createLogger('info', ['req.headers["x-api-key"]'], sink);
+  const app = express();
+  app.use((req, res, next) => {
+    const state = createExchangeState(req, performance.now());
+    state.route = '/missions/:id/metadata';
+    res.locals.shim = state;
+    next();
+  });
+  app.use(requestLog(logger));
+  app.use((req, res) => {
+    const state = stateOf(res);
+    if (req.headers['x-reject']) {
+      state.rejection = 'credentials';
+      res.status(401).end();
+      return;
+    }
+    state.exchange.clientVersion = { version: '0.59.3' } as never;
+    state.exchange.logFields.aliases = ['tags'];
+    res.status(201).end('{}');
+  });
+  server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const lines = () =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { url, lines, text: () => text };
+}
+
+describe('request log', () => {
+  it('writes one line per request with method, path, status, duration, client version, route and aliases', async () => {
+    const { url, lines } = await start();
+    await fetch(`${url}/missions/5f0c2a64-1b1e-4c2d-9a4b-0f0e9d8c7b6a/metadata?tags=secret-query`, {
+      method: 'POST',
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    const all = lines();
+    expect(all).toHaveLength(1);
+    const [line] = all;
+    expect(line).toMatchObject({
+      msg: 'request completed',
+      req: { method: 'POST', path: '/missions/5f0c2a64-1b1e-4c2d-9a4b-0f0e9d8c7b6a/metadata' },
+      res: { statusCode: 201 },
+      clientVersion: '0.59.3',
+      route: '/missions/:id/metadata',
+      aliases: ['tags'],
+    });
+    expect(typeof line?.responseTime).toBe('number');
+    expect(JSON.stringify(line)).not.toContain('secret-query');
+  });
+
+  it('records why the shim rejected a request', async () => {
+    const { url, lines } = await start();
+    await fetch(`${url}/user/me`, { headers: { 'x-reject': '1' } });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines()[0]).toMatchObject({ res: { statusCode: 401 }, rejection: 'credentials' });
+  });
+
+  it('never writes cookies, API keys, Authorization or Set-Cookie', async () => {
+    const { url, text } = await start();
+    await fetch(`${url}/user/me`, {
+      headers: {
+        cookie: 'authtoken=cookie-secret; refreshtoken=refresh-secret',
+        'x-api-key': 'apikey-secret',
+        authorization: 'Bearer bearer-secret',
+      },
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    for (const s of ['cookie-secret', 'refresh-secret', 'apikey-secret', 'bearer-secret']) {
+      expect(text()).not.toContain(s);
+    }
+    expect(text()).toContain('request completed');
+  });
+});
