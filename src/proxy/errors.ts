@@ -13,6 +13,7 @@ export type RejectionReason =
   | 'credentials'
   | 'size'
   | 'body'
+  | 'encoding'
   | 'upstream_refused'
   | 'upstream_reset'
   | 'upstream_invalid'
@@ -26,6 +27,7 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
   credentials: 401,
   size: 413,
   body: 400,
+  encoding: 415,
   upstream_refused: 502,
   upstream_reset: 502,
   upstream_invalid: 502,

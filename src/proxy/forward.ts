@@ -17,7 +17,7 @@ import { connectionTokens, endToEndRawHeaders, HOP_BY_HOP } from './hop-by-hop.t
 import { countStreamedBytes, scavengingEnabled } from './memory.ts';
 import { readBoundedBody } from './request-body.ts';
 import { sendError } from './respond.ts';
-import type { ResponsePatch } from './types.ts';
+import type { ExchangeHooks, ResponsePatch } from './types.ts';
 
 /** Options of {@link createForwarder}. */
 export interface ForwarderOptions {
@@ -263,9 +263,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       if (query !== exchange.rawQuery) req.url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       const rewrites = state.hooks.filter((h) => h.body !== undefined);
       if (rewrites.length > 0 && hasBody(req)) {
-        let body = await readBoundedBody(req, maxRewriteBody);
-        for (const hooks of rewrites) body = hooks.body?.rewrite(body) ?? body;
-        state.forwardBody = body;
+        state.forwardBody = await rewriteRequestBody(req, rewrites, maxRewriteBody);
       }
     }
     // Node has already answered `Expect: 100-continue`; forwarding it would also make httpxy skip
@@ -275,6 +273,47 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   };
 
   return { handler, agent };
+}
+
+/**
+ * Buffers a request body (bounded), undoes its `Content-Encoding`, runs the body rewrites and redoes
+ * the encoding when anything changed (RFC 9110 §8.4).
+ * @returns The body to forward: the client's own bytes when no rewrite changed anything.
+ * @throws {ShimError} `size` (413) above `limit` bytes (encoded or decoded), `encoding` (415) for a
+ *   content coding the shim cannot undo, `body` (400) for a body that does not decode, and whatever
+ *   the rewrites throw.
+ */
+async function rewriteRequestBody(
+  req: IncomingMessage,
+  rewrites: ExchangeHooks[],
+  limit: number,
+): Promise<Buffer> {
+  const coding = supportedCoding(req.headers['content-encoding']);
+  if (coding === undefined) {
+    throw new ShimError(
+      'encoding',
+      'The request body uses a Content-Encoding this proxy cannot rewrite; send it as identity, gzip, deflate or br.',
+    );
+  }
+  const raw = await readBoundedBody(req, limit);
+  let body = raw;
+  if (coding !== 'identity') {
+    try {
+      body = await decodeBody(raw, coding, limit);
+    } catch (err) {
+      if (err instanceof DecodedTooLargeError) {
+        throw new ShimError(
+          'size',
+          `The decoded request body is larger than the ${limit} bytes this proxy rewrites (MAX_REWRITE_BODY).`,
+        );
+      }
+      throw new ShimError('body', `The request body is not valid ${coding} data.`);
+    }
+  }
+  const decoded = body;
+  for (const hooks of rewrites) body = hooks.body?.rewrite(body) ?? body;
+  if (body === decoded) return raw;
+  return coding === 'identity' ? body : encodeBody(body, coding);
 }
 
 /** Whether an unread request body remains that is too large to drain before responding. */

@@ -45,6 +45,7 @@ describe('ShimError', () => {
   it.each<[RejectionReason, number]>([
     ['hygiene', 400],
     ['body', 400],
+    ['encoding', 415],
     ['credentials', 401],
     ['size', 413],
     ['version', 426],
@@ -63,7 +64,7 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(10);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(11);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 });

@@ -1,0 +1,475 @@
+/**
+ * Response patches end to end (SPEC §6): the legacy client's response is the backend's response plus the
+ * inserted alias members and nothing else. Every response is compared byte for byte with a direct
+ * request to the backend with the same credentials: cutting the inserted `,"tags":…` /
+ * `,"requiredTags":…` members out of the shim's body must give the backend's body back.
+ *
+ * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
+ */
+import {
+  brotliCompressSync,
+  brotliDecompressSync,
+  deflateSync,
+  gunzipSync,
+  gzipSync,
+  inflateSync,
+} from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Reply, send } from '../helpers/http.ts';
+import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
+
+const PAIRS = [
+  ['metadata', 'tags'],
+  ['requiredMetadataTypes', 'requiredTags'],
+] as const;
+
+const MISSION = 'c0000000-0000-4000-8000-000000000001';
+const PROJECT = 'b0000000-0000-4000-8000-000000000001';
+const WEATHER = 'a0000000-0000-4000-8000-000000000003';
+
+/** Result of {@link cutAliases}. */
+interface Cut {
+  /** The body without the inserted members. */
+  body: Buffer;
+  /** Canonical members found (at any depth). */
+  canonicals: number;
+  /** Alias members removed: each directly followed its canonical member, with identical value bytes. */
+  cuts: number;
+}
+
+/**
+ * Removes every alias member that sits right after its canonical member (`"metadata":V,"tags":V`, the
+ * shape the patch inserts) and whose value bytes are identical. A small recursive-descent reader over
+ * the exact bytes (latin1 keeps byte offsets), written independently of `src/aliases/`.
+ */
+function cutAliases(patched: Buffer): Cut {
+  const s = patched.toString('latin1');
+  let i = 0;
+  let canonicals = 0;
+  let cuts = 0;
+  const ws = () => {
+    while (i < s.length && ' \t\r\n'.includes(s[i]!)) i++;
+  };
+  const string = () => {
+    const start = i++;
+    while (s[i] !== '"') i += s[i] === '\\' ? 2 : 1;
+    i++;
+    return s.slice(start, i);
+  };
+  const value = (): string => {
+    if (s[i] === '{') return object();
+    if (s[i] === '[') return array();
+    if (s[i] === '"') return string();
+    const start = i;
+    while (i < s.length && !',]} \t\r\n'.includes(s[i]!)) i++;
+    return s.slice(start, i);
+  };
+  const array = (): string => {
+    let out = s[i++]!;
+    for (;;) {
+      const start = i;
+      ws();
+      if (s[i] === ']') return `${out}${s.slice(start, ++i)}`;
+      out += s.slice(start, i) + value();
+      const after = i;
+      ws();
+      out += s.slice(after, i);
+      if (s[i] === ',') out += s[i++];
+    }
+  };
+  const object = (): string => {
+    const parts: string[] = [s[i++]!];
+    let previous: { key: string; raw: string; tight: boolean } | undefined;
+    for (;;) {
+      const start = i;
+      ws();
+      if (s[i] === '}') {
+        parts.push(s.slice(start, ++i));
+        return parts.join('');
+      }
+      const key = JSON.parse(string()) as string;
+      const keyEnd = i;
+      ws();
+      i++; // ':'
+      ws();
+      const valueStart = i;
+      const inner = value();
+      const raw = s.slice(valueStart, i);
+      const after = i;
+      ws();
+      const trailing = s.slice(after, i);
+      const comma = s[i] === ',';
+      if (comma) i++;
+      if (PAIRS.some(([canonical]) => canonical === key)) canonicals++;
+      const inserted =
+        previous?.tight === true &&
+        start === keyEnd - JSON.stringify(key).length &&
+        keyEnd + 1 === valueStart &&
+        PAIRS.some(([canonical, alias]) => canonical === previous!.key && alias === key) &&
+        raw === previous.raw;
+      if (inserted) {
+        cuts++;
+        parts.pop(); // the comma that introduced the inserted member
+        parts.push(trailing);
+        if (comma) parts.push(',');
+        previous = undefined;
+        continue;
+      }
+      parts.push(s.slice(start, valueStart), inner, trailing);
+      if (comma) parts.push(',');
+      previous = { key, raw, tight: trailing === '' && comma };
+    }
+  };
+  ws();
+  const out = s.slice(0, i) + value() + s.slice(i);
+  return { body: Buffer.from(out, 'latin1'), canonicals, cuts };
+}
+
+/** Every object, at any depth, with a canonical member also has its alias with an equal value. */
+function expectAliasesEverywhere(node: unknown): number {
+  let found = 0;
+  if (Array.isArray(node)) {
+    for (const item of node) found += expectAliasesEverywhere(item);
+  } else if (node !== null && typeof node === 'object') {
+    const object = node as Record<string, unknown>;
+    for (const [canonical, alias] of PAIRS) {
+      if (canonical in object) {
+        expect(object[alias], `${alias} next to ${canonical}`).toEqual(object[canonical]);
+        found++;
+      }
+    }
+    for (const child of Object.values(object)) found += expectAliasesEverywhere(child);
+  }
+  return found;
+}
+
+/** Asserts the shim's body is the backend's plus exactly one alias per canonical member. */
+function expectFaithfulPatch(shimBody: Buffer, upstreamBody: Buffer): void {
+  const cut = cutAliases(shimBody);
+  expect(cut.canonicals).toBeGreaterThan(0);
+  expect(cut.cuts).toBe(cut.canonicals);
+  expect(cut.body.equals(upstreamBody), 'cut body equals the upstream body').toBe(true);
+  expect(expectAliasesEverywhere(JSON.parse(shimBody.toString('utf8')))).toBe(cut.canonicals);
+}
+
+describe('cutAliases (the test’s own oracle)', () => {
+  it('cuts only tight, identical copies right after their canonical member', () => {
+    const patched = '{"a":[{"metadata":[1.50, {"x":"}"}],"tags":[1.50, {"x":"}"}]}] ,"requiredTags":[]}';
+    const cut = cutAliases(Buffer.from(patched));
+    expect(cut.body.toString()).toBe('{"a":[{"metadata":[1.50, {"x":"}"}]}] ,"requiredTags":[]}');
+    expect(cut).toMatchObject({ canonicals: 1, cuts: 1 });
+    expect(cutAliases(Buffer.from('{"metadata":1,"tags":2}')).cuts).toBe(0);
+    expect(cutAliases(Buffer.from('{"metadata":1, "tags":1}')).cuts).toBe(0);
+  });
+});
+
+describe('patched responses are the backend’s bytes plus the aliases (reference backend)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  it.each([
+    `/missions/${MISSION}`,
+    '/missions',
+    `/projects/${PROJECT}`,
+    '/projects',
+    '/files',
+    `/files?tags=${WEATHER}`,
+    '/debug/json?items=50',
+  ])('GET %s', async (path) => {
+    const shim = await send(stack.url, 'GET', path, LEGACY);
+    const direct = await send(
+      stack.upstreamUrl,
+      'GET',
+      path.replace('?tags=', '?metadataByTypeUuid='),
+      LEGACY,
+    );
+    expect(shim.status).toBe(200);
+    expect(direct.status).toBe(200);
+    expectFaithfulPatch(shim.body, direct.body);
+    expect(shim.headers['content-length']).toBe(String(shim.body.length));
+    expect(shim.headers['content-type']).toBe(direct.headers['content-type']);
+    // The strong validator of the backend's bytes becomes weak (RFC 9110 §8.8.1).
+    expect(direct.headers.etag).toMatch(/^"/);
+    expect(shim.headers.etag).toBe(`W/${direct.headers.etag}`);
+    expect(shim.headers['service-version']).toBe(direct.headers['service-version']);
+  });
+
+  it('a conditional request with the weak ETag gets the backend’s 304, passed through', async () => {
+    const first = await send(stack.url, 'GET', `/missions/${MISSION}`, LEGACY);
+    const again = await send(stack.url, 'GET', `/missions/${MISSION}`, {
+      ...LEGACY,
+      'if-none-match': String(first.headers.etag),
+    });
+    expect(again.status).toBe(304);
+    expect(again.body.length).toBe(0);
+  });
+
+  it('a created entity (201) and an error body pass through the same patch', async () => {
+    const created = await send(
+      stack.url,
+      'POST',
+      '/missions',
+      { ...LEGACY, 'content-type': 'application/json' },
+      JSON.stringify({ name: 'm', projectUUID: 'b0000000-0000-4000-8000-000000000002', tags: {} }),
+    );
+    expect(created.status, created.text).toBe(201);
+    expect(created.text).toMatch(/"metadata":\[\],"tags":\[\]/);
+    const notFound = await send(stack.url, 'GET', '/missions/c0000000-0000-4000-8000-00000000000f', LEGACY);
+    const direct = await send(
+      stack.upstreamUrl,
+      'GET',
+      '/missions/c0000000-0000-4000-8000-00000000000f',
+      LEGACY,
+    );
+    expect(notFound.status).toBe(404);
+    expect(notFound.body.equals(direct.body)).toBe(true);
+  });
+
+  it('bodies without canonical keys pass untouched: same bytes, strong ETag kept', async () => {
+    const shim = await send(stack.url, 'GET', '/user/me', LEGACY);
+    const direct = await send(stack.upstreamUrl, 'GET', '/user/me', LEGACY);
+    expect(shim.body.equals(direct.body)).toBe(true);
+    expect(shim.headers.etag).toBe(direct.headers.etag);
+    expect(shim.headers.etag).toMatch(/^"/);
+  });
+
+  it('HEAD gets the backend’s headers, no body', async () => {
+    const head = await send(stack.url, 'HEAD', `/missions/${MISSION}`, LEGACY);
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+  });
+});
+
+describe('gzip responses are decoded, patched and re-encoded', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({}, { compress: true });
+  });
+  afterAll(() => stack.close());
+
+  it.each(['/debug/json?items=40', '/missions', '/files'])(
+    'GET %s with accept-encoding: gzip',
+    async (path) => {
+      const headers = { ...LEGACY, 'accept-encoding': 'gzip' };
+      const shim = await send(stack.url, 'GET', path, headers);
+      const direct = await send(stack.upstreamUrl, 'GET', path, headers);
+      expect(direct.headers['content-encoding']).toBe('gzip');
+      expect(shim.status).toBe(200);
+      expect(shim.headers['content-encoding']).toBe('gzip');
+      expect(shim.headers['content-length']).toBe(String(shim.body.length));
+      expect(shim.headers.vary).toBe('Accept-Encoding');
+      expect(shim.headers.etag).toBe(`W/${direct.headers.etag}`);
+      expectFaithfulPatch(gunzipSync(shim.body), gunzipSync(direct.body));
+    },
+  );
+
+  it('the same resource without accept-encoding is patched uncompressed', async () => {
+    const shim = await send(stack.url, 'GET', '/debug/json?items=40', LEGACY);
+    const direct = await send(stack.upstreamUrl, 'GET', '/debug/json?items=40', LEGACY);
+    expect(shim.headers['content-encoding']).toBeUndefined();
+    expectFaithfulPatch(shim.body, direct.body);
+  });
+});
+
+describe('MAX_PATCH_BODY: larger JSON responses pass unpatched', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ MAX_PATCH_BODY: '2kb' });
+  });
+  afterAll(() => stack.close());
+
+  const skipped = async (s: Stack) =>
+    (await s.metrics.patchesSkipped.get()).values.find((v) => v.labels.reason === 'too_large')?.value ?? 0;
+
+  it('a declared length over the limit streams the backend’s bytes and counts too_large', async () => {
+    const before = await skipped(stack);
+    const shim = await send(stack.url, 'GET', '/debug/json?items=40', LEGACY);
+    const direct = await send(stack.upstreamUrl, 'GET', '/debug/json?items=40', LEGACY);
+    expect(direct.body.length).toBeGreaterThan(2048);
+    expect(shim.status).toBe(200);
+    expect(shim.body.equals(direct.body)).toBe(true);
+    expect(shim.headers.etag).toBe(direct.headers.etag);
+    expect(await skipped(stack)).toBe(before + 1);
+    const line = stack.logs().find((l) => l.msg === 'response forwarded unpatched');
+    expect(line?.reason).toBe('too_large');
+  });
+
+  it('a small response on the same stack is still patched', async () => {
+    const shim = await send(stack.url, 'GET', `/missions/${MISSION}`, LEGACY);
+    expect(shim.json().tags).toBeDefined();
+  });
+
+  describe('chunked upstream response (no Content-Length) over the limit', () => {
+    let raw: RawUpstream;
+    let viaRaw: Stack;
+    const big = `{"data":[${Array.from({ length: 200 }, (_, n) => `{"n":${n},"metadata":[]}`).join(',')}]}`;
+    beforeAll(async () => {
+      raw = await startRawUpstream((socket, received) => {
+        if (!received.includes('\r\n\r\n')) return;
+        const chunks = [big.slice(0, 1000), big.slice(1000, 2500), big.slice(2500)];
+        socket.write(
+          'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n' +
+            chunks.map((c) => `${Buffer.byteLength(c).toString(16)}\r\n${c}\r\n`).join('') +
+            '0\r\n\r\n',
+        );
+      });
+      viaRaw = await startStack({ UPSTREAM_URL: raw.url, MAX_PATCH_BODY: '2kb' });
+    });
+    afterAll(async () => {
+      await viaRaw.close();
+      await raw.close();
+    });
+
+    it('forwards every byte unpatched and counts too_large', async () => {
+      expect(big.length).toBeGreaterThan(2048);
+      const reply = await send(viaRaw.url, 'GET', '/missions', LEGACY);
+      expect(reply.status).toBe(200);
+      expect(reply.text).toBe(big);
+      expect(await skipped(viaRaw)).toBe(1);
+    });
+  });
+});
+
+describe('byte fidelity of the patch (raw upstream)', () => {
+  let raw: RawUpstream;
+  let stack: Stack;
+  let reply = '';
+  beforeAll(async () => {
+    raw = await startRawUpstream((socket, received) => {
+      if (received.includes('\r\n\r\n')) socket.end(reply);
+    });
+    stack = await startStack({ UPSTREAM_URL: raw.url });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await raw.close();
+  });
+
+  const respond = (body: string, headers = '') => {
+    reply =
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`;
+  };
+
+  it('keeps number literals, whitespace, key order and escapes exactly', async () => {
+    const body =
+      '{ "id" : 12345678901234567890,\n  "metadata" : { "big": 12345678901234567890, "price": 1.50, ' +
+      '"exp": 1E+2, "neg": -0.0, "s": "a\\u00e9\\"\\/" } ,\n  "nested": [{"requiredMetadataTypes":[]}], "é": "ü" }';
+    respond(body);
+    const shim = await send(stack.url, 'GET', '/missions', LEGACY);
+    expect(shim.text).toBe(
+      '{ "id" : 12345678901234567890,\n  "metadata" : { "big": 12345678901234567890, "price": 1.50, ' +
+        '"exp": 1E+2, "neg": -0.0, "s": "a\\u00e9\\"\\/" },"tags":{ "big": 12345678901234567890, "price": 1.50, ' +
+        '"exp": 1E+2, "neg": -0.0, "s": "a\\u00e9\\"\\/" } ,\n  "nested": [{"requiredMetadataTypes":[],"requiredTags":[]}], "é": "ü" }',
+    );
+    expect(shim.headers['content-length']).toBe(String(shim.body.length));
+  });
+
+  it('leaves Set-Cookie and other headers untouched, makes the ETag weak', async () => {
+    respond(
+      '{"metadata":{}}',
+      'Set-Cookie: a=1; HttpOnly\r\nSet-Cookie: b=2\r\nETag: "abc"\r\nX-Trace: t-1\r\n',
+    );
+    const shim = await send(stack.url, 'GET', '/missions', LEGACY);
+    expect(shim.text).toBe('{"metadata":{},"tags":{}}');
+    expect(shim.headers['set-cookie']).toEqual(['a=1; HttpOnly', 'b=2']);
+    expect(shim.headers['x-trace']).toBe('t-1');
+    expect(shim.headers.etag).toBe('W/"abc"');
+  });
+
+  it('an object that already has tags is left as the upstream sent it', async () => {
+    const body = '{"metadata":[1],"tags":["kept"],"x":{"metadata":2}}';
+    respond(body);
+    const shim = await send(stack.url, 'GET', '/missions', LEGACY);
+    expect(shim.text).toBe('{"metadata":[1],"tags":["kept"],"x":{"metadata":2,"tags":2}}');
+  });
+
+  it('invalid JSON and non-JSON content types pass untouched', async () => {
+    respond('{"metadata":[1,}');
+    expect((await send(stack.url, 'GET', '/missions', LEGACY)).text).toBe('{"metadata":[1,}');
+    reply =
+      'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{"metadata":1} ';
+    expect((await send(stack.url, 'GET', '/missions', LEGACY)).text).toBe('{"metadata":1} ');
+  });
+
+  it('application/*+json responses are patched too', async () => {
+    reply =
+      'HTTP/1.1 200 OK\r\nContent-Type: application/vnd.api+json\r\nContent-Length: 14\r\nConnection: close\r\n\r\n{"metadata":1}';
+    const shim: Reply = await send(stack.url, 'GET', '/missions', LEGACY);
+    expect(shim.text).toBe('{"metadata":1,"tags":1}');
+  });
+
+  const encodedReply = (coding: string, body: Buffer, framing: 'length' | 'chunked', extra = '') => {
+    const head =
+      `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: ${coding}\r\n${extra}` +
+      (framing === 'length' ? `Content-Length: ${body.length}\r\n` : 'Transfer-Encoding: chunked\r\n') +
+      'Connection: close\r\n\r\n';
+    if (framing === 'length') return Buffer.concat([Buffer.from(head), body]);
+    const half = Math.floor(body.length / 2);
+    const chunk = (part: Buffer) => [
+      Buffer.from(`${part.length.toString(16)}\r\n`),
+      part,
+      Buffer.from('\r\n'),
+    ];
+    return Buffer.concat([
+      Buffer.from(head),
+      ...chunk(body.subarray(0, half)),
+      ...chunk(body.subarray(half)),
+      Buffer.from('0\r\n\r\n'),
+    ]);
+  };
+
+  it.each([
+    ['gzip', gzipSync, gunzipSync, 'chunked'],
+    ['deflate', deflateSync, inflateSync, 'length'],
+    ['br', brotliCompressSync, brotliDecompressSync, 'length'],
+  ] as const)(
+    '%s-encoded (%s framing) responses are patched and re-encoded',
+    async (coding, encode, decode, framing) => {
+      const upstreamJson = '{"data":[{"metadata":[1.50]}, {"metadata":12345678901234567890}]}';
+      const encoded = encode(Buffer.from(upstreamJson));
+      const wire = encodedReply(coding, encoded, framing, 'ETag: "e1"\r\n');
+      // A binary reply needs its own upstream (the shared one writes a string).
+      const binary = await startRawUpstream((socket, received) => {
+        if (received.includes('\r\n\r\n')) socket.end(wire);
+      });
+      const viaBinary = await startStack({ UPSTREAM_URL: binary.url });
+      try {
+        const shim = await send(viaBinary.url, 'GET', '/missions', LEGACY);
+        expect(shim.headers['content-encoding']).toBe(coding);
+        expect(shim.headers['content-length']).toBe(String(shim.body.length));
+        expect(shim.headers['transfer-encoding']).toBeUndefined();
+        expect(shim.headers.etag).toBe('W/"e1"');
+        expect(decode(shim.body).toString()).toBe(
+          '{"data":[{"metadata":[1.50],"tags":[1.50]}, {"metadata":12345678901234567890,"tags":12345678901234567890}]}',
+        );
+      } finally {
+        await viaBinary.close();
+        await binary.close();
+      }
+    },
+  );
+
+  it('a compressed body that decodes beyond MAX_PATCH_BODY passes as sent (too_large)', async () => {
+    const big = `{"data":[${Array.from({ length: 500 }, (_, n) => `{"n":${n},"metadata":[]}`).join(',')}]}`;
+    const encoded = gzipSync(big);
+    const binary = await startRawUpstream((socket, received) => {
+      if (received.includes('\r\n\r\n')) socket.end(encodedReply('gzip', encoded, 'length'));
+    });
+    const viaBinary = await startStack({ UPSTREAM_URL: binary.url, MAX_PATCH_BODY: '2kb' });
+    try {
+      expect(encoded.length).toBeLessThan(2048);
+      const shim = await send(viaBinary.url, 'GET', '/missions', LEGACY);
+      expect(shim.body.equals(encoded)).toBe(true);
+      const skipped = (await viaBinary.metrics.patchesSkipped.get()).values;
+      expect(skipped).toEqual([{ labels: { reason: 'too_large' }, value: 1 }]);
+    } finally {
+      await viaBinary.close();
+      await binary.close();
+    }
+  });
+});
