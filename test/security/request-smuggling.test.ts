@@ -1,0 +1,288 @@
+/**
+ * Attack: HTTP request smuggling (CWE-444; PortSwigger "HTTP request smuggling", RFC 9112 §6.3, §11.2).
+ *
+ * A front end and a back end that disagree on where a request body ends let an attacker hide a second
+ * request inside the first one's body. The back end then runs the hidden request — past the shim's
+ * admission gates, with no version or credential check — and its response goes to whoever sends the
+ * next request on the pooled upstream connection. Classic spellings: CL.TE and TE.CL (both headers),
+ * duplicate or malformed `Content-Length`, obfuscated `Transfer-Encoding`, chunked bodies on methods
+ * that Node does not chunk by default (GET, HEAD, DELETE, OPTIONS), a `Connection` header that names a
+ * framing header so that a hop-by-hop stripper removes it, and malformed chunks.
+ *
+ * Each case is sent as raw bytes to the shim, whose upstream is a raw TCP server that records every
+ * byte; those bytes are then framed strictly (`frameRequests`). The invariant: the upstream sees at most
+ * the one request the client sent — never a request for the hidden target — and the client gets exactly
+ * one response.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { send, sendRaw, statusesIn } from '../helpers/http.ts';
+import { answerEachRequest, type FramedRequest, frameRequests } from '../helpers/http1-frames.ts';
+import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+
+const stacks: Stack[] = [];
+const upstreams: RawUpstream[] = [];
+afterEach(async () => {
+  for (const s of stacks.splice(0)) await s.close();
+  for (const u of upstreams.splice(0)) await u.close();
+});
+
+/** Admitted request headers (a current client with an API key). */
+const AUTH = 'Host: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n';
+/** The hidden request: a target no test sends openly. */
+const HIDDEN = 'GET /smuggled HTTP/1.1\r\nHost: shim.test\r\n\r\n';
+const HIDDEN_HEX = HIDDEN.length.toString(16);
+
+async function stackWithRecorder() {
+  const upstream = await startRawUpstream(answerEachRequest());
+  upstreams.push(upstream);
+  const stack = await startStack({ UPSTREAM_URL: upstream.url });
+  stacks.push(stack);
+  return { upstream, stack };
+}
+
+/** Sends raw bytes; returns the client-side statuses and every request the upstream framed. */
+async function attack(bytes: string) {
+  const { upstream, stack } = await stackWithRecorder();
+  const raw = await sendRaw(stack.url, bytes, 150);
+  const framings = upstream.received.map((r) => frameRequests(r));
+  const requests: FramedRequest[] = framings.flatMap((f) => f.requests);
+  return { stack, upstream, raw, statuses: statusesIn(raw), requests, framings };
+}
+
+describe('ambiguous framing is rejected before anything reaches the upstream', () => {
+  it.each([
+    [
+      'CL.TE',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG`,
+    ],
+    [
+      'TE.CL',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`,
+    ],
+    [
+      'duplicate Content-Length, different values',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: 0\r\nContent-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`,
+    ],
+    [
+      'duplicate Content-Length, same value',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc`,
+    ],
+    ['Content-Length list', `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: 3, 3\r\n\r\nabc`],
+    ['Content-Length with a sign', `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: +3\r\n\r\nabc`],
+    ['negative Content-Length', `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: -1\r\n\r\n${HIDDEN}`],
+    ['hexadecimal Content-Length', `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: 0x3\r\n\r\nabc`],
+    [
+      'Content-Length beyond 2^64',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: 99999999999999999999999\r\n\r\n${HIDDEN}`,
+    ],
+    [
+      'Transfer-Encoding: xchunked',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: chunked, identity',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: identity, chunked',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: gzip, chunked',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'two Transfer-Encoding headers',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding: chunked twice',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding with a vertical tab',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding:\x0bchunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'Transfer-Encoding with a trailing NBSP',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\xa0\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'space before the colon',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'obs-fold continuation line',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n`,
+    ],
+    [
+      'bare LF line endings',
+      `POST /debug/echo HTTP/1.1\n${AUTH.replaceAll('\r\n', '\n')}Content-Length: 0\n\n${HIDDEN}`,
+    ],
+    [
+      'bare CR inside a header',
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}X-A: 1\rContent-Length: 40\r\nContent-Length: 0\r\n\r\n`,
+    ],
+  ])('%s → one 400, the upstream sees nothing', async (_name, bytes) => {
+    const { statuses, upstream, raw } = await attack(bytes);
+    expect(statuses, raw).toEqual([400]);
+    expect(upstream.received.join('')).toBe('');
+  });
+});
+
+describe('bodies whose framing is unambiguous are re-framed, so the hidden request stays body data', () => {
+  it.each([
+    ['chunked DELETE', 'DELETE'],
+    ['chunked OPTIONS', 'OPTIONS'],
+    ['chunked GET', 'GET'],
+    ['chunked POST', 'POST'],
+  ])('%s', async (_name, method) => {
+    const { statuses, requests, framings } = await attack(
+      `${method} /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`,
+    );
+    expect(statuses).toEqual([200]);
+    expect(framings.every((f) => f.error === undefined && f.rest === '')).toBe(true);
+    expect(requests.map((r) => [r.method, r.target, r.body])).toEqual([[method, '/debug/echo', HIDDEN]]);
+  });
+
+  it('a chunked "preflight" is no preflight: it is checked, and nothing reaches the upstream', async () => {
+    const { statuses, upstream } = await attack(
+      `OPTIONS /user/me HTTP/1.1\r\nHost: shim.test\r\nOrigin: https://app.test\r\nAccess-Control-Request-Method: GET\r\nTransfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`,
+    );
+    expect(statuses).toEqual([426]);
+    expect(upstream.received.join('')).toBe('');
+  });
+
+  it('Transfer-Encoding spelled cHuNkEd or after a tab is still chunked', async () => {
+    for (const te of ['cHuNkEd', '\tchunked']) {
+      const { statuses, requests } = await attack(
+        `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding:${te}\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+      );
+      expect(statuses).toEqual([200]);
+      expect(requests.map((r) => r.body)).toEqual(['abc']);
+    }
+  });
+
+  it('chunk extensions are dropped, not forwarded as framing', async () => {
+    const { statuses, requests, framings } = await attack(
+      `POST /debug/echo HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\n3;x="${HIDDEN_HEX}"\r\nabc\r\n0\r\n\r\n`,
+    );
+    expect(statuses).toEqual([200]);
+    expect(framings[0]?.error).toBeUndefined();
+    expect(requests.map((r) => r.body)).toEqual(['abc']);
+  });
+
+  it('a GET with a Content-Length body forwards its length', async () => {
+    const { statuses, requests } = await attack(
+      `GET /debug/echo HTTP/1.1\r\n${AUTH}Content-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`,
+    );
+    expect(statuses).toEqual([200]);
+    expect(requests.map((r) => [r.method, r.body])).toEqual([['GET', HIDDEN]]);
+  });
+});
+
+describe('Connection naming a framing header', () => {
+  // `Connection: content-length` asks a proxy to strip Content-Length as hop-by-hop. Node's HTTP client
+  // does not chunk GET, HEAD, DELETE or OPTIONS by default, so without Content-Length the body bytes
+  // would follow the headers unframed and be read by the upstream as the next request.
+  it.each(['GET', 'DELETE', 'OPTIONS', 'POST', 'PUT'])(
+    '%s with Connection: content-length keeps its body framed',
+    async (method) => {
+      const { statuses, requests, framings } = await attack(
+        `${method} /debug/echo HTTP/1.1\r\n${AUTH}Connection: Content-Length\r\nContent-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`,
+      );
+      expect(statuses).toEqual([200]);
+      expect(framings.every((f) => f.error === undefined)).toBe(true);
+      expect(requests.map((r) => r.target)).not.toContain('/smuggled');
+      expect(requests.map((r) => [r.method, r.target, r.body])).toEqual([[method, '/debug/echo', HIDDEN]]);
+    },
+  );
+
+  it('Connection: transfer-encoding on a chunked DELETE keeps it chunked', async () => {
+    const { statuses, requests } = await attack(
+      `DELETE /debug/echo HTTP/1.1\r\n${AUTH}Connection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`,
+    );
+    expect(statuses).toEqual([200]);
+    expect(requests.map((r) => [r.method, r.body])).toEqual([['DELETE', HIDDEN]]);
+  });
+});
+
+describe('malformed chunks after forwarding has started', () => {
+  it.each([
+    ['a chunk not followed by CRLF', `3\r\nabcX${HIDDEN}0\r\n\r\n`],
+    ['a chunk size beyond 2^64', `fffffffffffffffff1\r\nabc\r\n0\r\n\r\n`],
+    ['a chunk size with a trailing space', `3 \r\nabc\r\n0\r\n\r\n`],
+    ['bare LF chunk lines', `3\nabc\n0\n\n${HIDDEN}`],
+  ])('%s: one 400, the upstream connection is dropped, never reused', async (_name, body) => {
+    const { stack, upstream, statuses, requests } = await attack(
+      `POST /debug/sink HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\n${body}`,
+    );
+    expect(statuses).toEqual([400]);
+    expect(requests).toEqual([]); // the truncated request never completed upstream
+    // The next request must not be written on the connection that carries half a chunked body.
+    const next = await send(stack.url, 'GET', '/after', CURRENT);
+    expect(next.json()).toMatchObject({ target: '/after' });
+    for (const r of upstream.received) {
+      const framing = frameRequests(r);
+      if (framing.requests.some((q) => q.target === '/after')) expect(framing.requests).toHaveLength(1);
+    }
+    expect(upstream.received.join('')).not.toContain('/smuggled');
+  });
+});
+
+describe('a rejected request with a body', () => {
+  it.each([
+    ['Content-Length', `Content-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`],
+    ['chunked', `Transfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`],
+  ])('(%s) gets one 401; its body is never read as a request', async (_name, rest) => {
+    const { statuses, upstream } = await attack(
+      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\n${rest}`,
+    );
+    expect(statuses).toEqual([401]);
+    expect(upstream.received.join('')).toBe('');
+  });
+
+  it('a pipelined request after a rejected one is judged on its own', async () => {
+    const { statuses, requests } = await attack(
+      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nContent-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}` +
+        `GET /next HTTP/1.1\r\n${AUTH}\r\n`,
+    );
+    expect(statuses).toEqual([401, 200]);
+    expect(requests.map((r) => r.target)).toEqual(['/next']);
+  });
+});
+
+describe('an upstream that answers before the request body is complete', () => {
+  it('does not get the next request on that connection until the body has ended', async () => {
+    // The upstream answers as soon as it has the headers (as a 401 or 413 would), keep-alive.
+    const upstream = await startRawUpstream((socket, received) => {
+      const seen = (received.match(/ HTTP\/1\.1\r\n/g) ?? []).length;
+      const answered = (socket as { answered?: number }).answered ?? 0;
+      for (let i = answered; i < seen; i++) {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+      }
+      (socket as { answered?: number }).answered = seen;
+    });
+    upstreams.push(upstream);
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
+    stacks.push(stack);
+    const net = await import('node:net');
+    const port = Number(new URL(stack.url).port);
+    const client = net.connect(port, '127.0.0.1');
+    client.on('error', () => {});
+    client.write(`POST /debug/sink HTTP/1.1\r\n${AUTH}Content-Length: ${HIDDEN.length}\r\n\r\n`);
+    await new Promise((r) => setTimeout(r, 150));
+    // While the body is outstanding, other clients' requests go upstream.
+    const others = await Promise.all([1, 2, 3].map((i) => send(stack.url, 'GET', `/other${i}`, CURRENT)));
+    expect(others.map((o) => o.status)).toEqual([200, 200, 200]);
+    client.write(HIDDEN);
+    await new Promise((r) => setTimeout(r, 150));
+    client.destroy();
+    for (const r of upstream.received) {
+      const framing = frameRequests(r);
+      expect(framing.error, r).toBeUndefined();
+      expect(framing.requests.map((q) => q.target)).not.toContain('/smuggled');
+    }
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * Attack: slow clients (slowloris, slow POST / R.U.D.Y., slow read) — denial of service by holding
+ * connections open with as few bytes as possible, so that the shim runs out of sockets, file
+ * descriptors, upstream connections or memory.
+ *
+ * - Slowloris: a request head sent a byte at a time, never finished → 408 after `headersTimeout`.
+ * - Slow body: a body trickled a byte at a time, or stalled after the head → 408 after
+ *   `requestTimeout` (or 504 from the upstream idle timer, whichever is first); the upstream request is
+ *   aborted.
+ * - Slow read: a client that never reads its response → the upstream socket goes idle under
+ *   backpressure and is cut after `UPSTREAM_TIMEOUT_MS`, and the client connection with it; nothing
+ *   is buffered beyond the socket buffers.
+ * - Idle keep-alive connections close after `keepAliveTimeout` (plus Node's 1 s keep-alive buffer).
+ *
+ * Production values are `SERVER_TIMEOUTS` (15 s head, 10 min request, 65 s keep-alive, checked every
+ * 1 s; docs/operations.md, docs/reliability.md). Here the same server runs with shorter ones so the
+ * test takes seconds; the checking interval is the production one, so a server that checked only every
+ * 30 s (Node's default) fails these tests.
+ */
+import type http from 'node:http';
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createFrontServer, SERVER_TIMEOUTS } from '../../src/proxy/server.ts';
+import { send } from '../helpers/http.ts';
+import { type Stack, startStack } from '../helpers/stack.ts';
+
+const HEAD_MS = 1_000;
+const REQUEST_MS = 2_000;
+const KEEP_ALIVE_MS = 300;
+/** Node's keep-alive buffer (`keepAliveTimeoutBuffer`) plus scheduling slack. */
+const SLACK_MS = SERVER_TIMEOUTS.connectionsCheckingIntervalMs + 1_000;
+
+const stacks: Stack[] = [];
+const servers: net.Server[] = [];
+afterEach(async () => {
+  for (const s of stacks.splice(0)) await s.close();
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+});
+
+async function shortTimeoutStack(env: Record<string, string> = {}): Promise<Stack> {
+  const stack = await startStack(env);
+  stacks.push(stack);
+  // Node reads these at every check / response, so they may change after listen.
+  stack.server.headersTimeout = HEAD_MS;
+  stack.server.requestTimeout = REQUEST_MS;
+  stack.server.keepAliveTimeout = KEEP_ALIVE_MS;
+  return stack;
+}
+
+/** An upstream that accepts anything and never answers; counts its open sockets. */
+async function silentUpstream(): Promise<{ url: string; open: () => number; bytes: () => number }> {
+  const sockets = new Set<net.Socket>();
+  let bytes = 0;
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('data', (d) => {
+      bytes += d.length;
+    });
+    s.on('error', () => {});
+    s.on('close', () => sockets.delete(s));
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    open: () => sockets.size,
+    bytes: () => bytes,
+  };
+}
+
+/** Opens a raw connection, runs `script`, resolves when the shim closes it. */
+function connection(
+  stack: Stack,
+  script: (socket: net.Socket) => void,
+): Promise<{ ms: number; response: string }> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    let response = '';
+    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1', () => script(socket));
+    socket.on('data', (d) => {
+      response += d.toString('latin1');
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve({ ms: performance.now() - started, response }));
+  });
+}
+
+/** Writes `text` one byte every `everyMs` until the socket closes. */
+function drip(socket: net.Socket, text: string, everyMs: number): void {
+  let i = 0;
+  const timer = setInterval(() => {
+    if (socket.destroyed || i >= text.length) clearInterval(timer);
+    else socket.write(text.charAt(i++));
+  }, everyMs);
+}
+
+const serverConnections = (server: http.Server) =>
+  new Promise<number>((resolve, reject) =>
+    server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+  );
+
+const AUTH = 'Host: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n';
+
+describe('slowloris', () => {
+  it('50 heads dripped a byte at a time are cut with 408 after headersTimeout; others are served meanwhile', async () => {
+    const stack = await shortTimeoutStack();
+    const head = `GET /api/health HTTP/1.1\r\nHost: shim.test\r\nX-Slow: ${'a'.repeat(10_000)}`;
+    const slow = Array.from({ length: 50 }, () => connection(stack, (s) => drip(s, head, 50)));
+    await new Promise((r) => setTimeout(r, 200));
+    const started = performance.now();
+    const normal = await send(stack.url, 'GET', '/api/health');
+    expect(normal.status).toBe(200);
+    expect(performance.now() - started).toBeLessThan(500);
+    const results = await Promise.all(slow);
+    for (const { ms, response } of results) {
+      expect(response).toMatch(/^HTTP\/1\.1 408 /);
+      expect(ms).toBeGreaterThanOrEqual(HEAD_MS - 50);
+      expect(ms).toBeLessThan(HEAD_MS + SLACK_MS);
+    }
+    await expect.poll(() => serverConnections(stack.server), { timeout: 1_000 }).toBe(0);
+  });
+});
+
+describe('slow bodies', () => {
+  it('a body trickled a byte at a time is cut after requestTimeout, and the upstream request aborted', async () => {
+    const upstream = await silentUpstream();
+    const stack = await shortTimeoutStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '30000' });
+    const { ms, response } = await connection(stack, (s) => {
+      s.write(
+        `POST /debug/sink HTTP/1.1\r\n${AUTH}Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n`,
+      );
+      drip(s, 'b'.repeat(100_000), 20);
+    });
+    expect(response).toMatch(/^HTTP\/1\.1 408 /);
+    expect(ms).toBeGreaterThanOrEqual(REQUEST_MS - 50);
+    expect(ms).toBeLessThan(REQUEST_MS + SLACK_MS);
+    await expect.poll(() => upstream.open(), { timeout: 2_000 }).toBe(0);
+    expect(upstream.bytes()).toBeGreaterThan(0); // it was being streamed, not buffered
+  });
+
+  it('a body that never comes is cut by whichever is first: requestTimeout or the upstream idle timer', async () => {
+    const upstream = await silentUpstream();
+    const stack = await shortTimeoutStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '1000' });
+    const { ms, response } = await connection(stack, (s) => {
+      s.write(
+        `POST /debug/sink HTTP/1.1\r\n${AUTH}Content-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n`,
+      );
+    });
+    expect(response).toMatch(/^HTTP\/1\.1 (408|504) /);
+    expect(ms).toBeLessThan(REQUEST_MS + SLACK_MS);
+    await expect.poll(() => upstream.open(), { timeout: 2_000 }).toBe(0);
+  });
+});
+
+describe('slow read', () => {
+  it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async () => {
+    const stack = await shortTimeoutStack({ UPSTREAM_TIMEOUT_MS: '1000' });
+    const rssBefore = process.memoryUsage().rss;
+    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
+    socket.pause(); // never read: the kernel buffers fill, then backpressure reaches the upstream
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await serverConnections(stack.server)).toBe(1);
+    const started = performance.now();
+    await expect.poll(() => serverConnections(stack.server), { timeout: 5_000, interval: 100 }).toBe(0);
+    expect(performance.now() - started).toBeLessThan(1_000 + SLACK_MS);
+    expect(Object.values(stack.shim.forwarder.agent.sockets).flat()).toHaveLength(0);
+    // Backpressure held: nothing near the 1 GiB was buffered (socket buffers only).
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
+    socket.destroy();
+  });
+});
+
+describe('idle keep-alive connections', () => {
+  it("are closed after keepAliveTimeout (plus Node's keep-alive buffer)", async () => {
+    const stack = await shortTimeoutStack();
+    const { ms, response } = await connection(stack, (s) =>
+      s.write('GET /api/health HTTP/1.1\r\nHost: shim.test\r\n\r\n'),
+    );
+    expect(response).toMatch(/^HTTP\/1\.1 200 /);
+    expect(ms).toBeGreaterThanOrEqual(KEEP_ALIVE_MS - 50);
+    expect(ms).toBeLessThan(KEEP_ALIVE_MS + SLACK_MS);
+  });
+});
+
+describe('production values', () => {
+  it('the front-door server is created with the documented timeouts', () => {
+    const server = createFrontServer(() => {});
+    expect(server.headersTimeout).toBe(SERVER_TIMEOUTS.headersTimeoutMs);
+    expect(server.requestTimeout).toBe(SERVER_TIMEOUTS.requestTimeoutMs);
+    expect(server.keepAliveTimeout).toBe(SERVER_TIMEOUTS.keepAliveTimeoutMs);
+    // A slowloris is cut at most one checking interval after headersTimeout (Node's default is 30 s).
+    expect(SERVER_TIMEOUTS.connectionsCheckingIntervalMs).toBeLessThanOrEqual(1_000);
+    expect(SERVER_TIMEOUTS.headersTimeoutMs).toBeLessThanOrEqual(30_000);
+    expect(SERVER_TIMEOUTS.headersTimeoutMs).toBeLessThan(SERVER_TIMEOUTS.requestTimeoutMs);
+  });
+});
