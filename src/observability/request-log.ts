@@ -1,53 +1,71 @@
 /**
- * One log line per request (SPEC §8) with pino-http: method, path, status, duration, client version,
- * the fields plugins added (e.g. aliases used). Headers, cookies and the query are never serialized,
- * so no credential can reach the log; the logger's redaction is a second line of defence.
+ * One log line per request (SPEC §8): method, path, status, duration, client version, the fields
+ * plugins added (e.g. aliases used). Headers, cookies and the query are never serialized, so no
+ * credential can reach the log; the logger's redaction is a second line of defence.
+ *
+ * Written with the process logger itself when the response finishes (or its connection closes first):
+ * one `logger.info` call and no per-request child logger. pino-http did the same job for about 50 µs of
+ * CPU and 120 MB of extra heap under load per request on the benchmark machine (a child logger per
+ * request, wrapped serializers, an `Error` with a stack trace for every 5xx): bench/RESULTS.md.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { pinoHttp } from 'pino-http';
 import { stateOf } from '../proxy/exchange.ts';
 
 /**
  * Creates the request-log middleware. It must run after the exchange is created.
+ *
+ * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), clientVersion, route,
+ * rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
+ * 5xx status). `aborted: true` marks a connection that closed before its response ended.
  * @param logger The process logger.
  */
 export function requestLog(logger: Logger): RequestHandler {
   let counter = 0;
-  const middleware = pinoHttp({
-    logger,
-    genReqId: () => ++counter,
-    quietReqLogger: true,
-    wrapSerializers: false,
-    serializers: {
-      req: (req: IncomingMessage) => ({ method: req.method, path: pathOf(req.url) }),
-      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
-    },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-    customSuccessMessage: () => 'request completed',
-    customErrorMessage: () => 'request failed',
-    customSuccessObject: (_req, res, value) => withExchange(res, value),
-    customErrorObject: (_req, res, _err, value) => withExchange(res, value),
-  });
-  return middleware as unknown as RequestHandler;
+  return (req, res, next) => {
+    const reqId = ++counter;
+    const arrived = stateOf(res)?.startedAt ?? performance.now();
+    const done = () => {
+      res.off('finish', done);
+      res.off('close', done);
+      writeLine(logger, reqId, arrived, req, res);
+    };
+    res.on('finish', done);
+    res.on('close', done);
+    next();
+  };
+}
+
+function writeLine(
+  logger: Logger,
+  reqId: number,
+  arrived: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  const status = res.statusCode;
+  const state = stateOf(res);
+  const line: Record<string, unknown> = {
+    reqId,
+    req: { method: req.method, path: state?.exchange.path ?? pathOf(req.url) },
+    res: { statusCode: status },
+    responseTime: Math.round(performance.now() - arrived),
+  };
+  if (state) {
+    line.clientVersion = state.exchange.clientVersion?.version;
+    line.route = state.route;
+    if (state.rejection) line.rejection = state.rejection;
+    Object.assign(line, state.exchange.logFields);
+  }
+  if (!res.writableFinished) line.aborted = true;
+  if (status >= 500) logger.error(line, 'request completed');
+  else logger.info(line, 'request completed');
 }
 
 function pathOf(url: string | undefined): string {
   if (url === undefined) return '';
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
-}
-
-function withExchange(res: ServerResponse, value: Record<string, unknown>): Record<string, unknown> {
-  const state = stateOf(res);
-  if (!state) return value;
-  const { exchange } = state;
-  return {
-    ...value,
-    clientVersion: exchange.clientVersion?.version,
-    route: state.route,
-    ...(state.rejection && { rejection: state.rejection }),
-    ...exchange.logFields,
-  };
 }

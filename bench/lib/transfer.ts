@@ -1,0 +1,95 @@
+/**
+ * Large transfers over one connection: a download of `GET /debug/bytes?n=<bytes>` and an upload of
+ * `POST /debug/sink` with a `Content-Length` body, each timed from request start to response end.
+ */
+import http from 'node:http';
+
+/** One 64 KiB chunk reused for the whole upload (the client allocates nothing per chunk). */
+const CHUNK = Buffer.alloc(64 * 1024, 0x61);
+
+/** What a transfer measured. */
+export interface TransferResult {
+  bytes: number;
+  seconds: number;
+  /** MiB per second. */
+  mibPerSecond: number;
+}
+
+/**
+ * Downloads `bytes` bytes and discards them.
+ * @throws {Error} on a non-200 status, a short body or a 120 s timeout.
+ */
+export function download(
+  base: string,
+  headers: Record<string, string>,
+  bytes: number,
+): Promise<TransferResult> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const req = http.get(`${base}/debug/bytes?n=${bytes}`, { headers, timeout: 120_000 }, (res) => {
+      let received = 0;
+      res.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+      });
+      res.on('end', () => {
+        if (res.statusCode !== 200 || received !== bytes) {
+          reject(new Error(`download: status ${res.statusCode}, ${received} of ${bytes} bytes`));
+          return;
+        }
+        resolve(result(bytes, started));
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('download timed out')));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * Uploads `bytes` bytes (with backpressure) and waits for the sink's answer.
+ * @throws {Error} on a non-200 status or a 120 s timeout.
+ */
+export function upload(
+  base: string,
+  headers: Record<string, string>,
+  bytes: number,
+): Promise<TransferResult> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const req = http.request(
+      `${base}/debug/sink`,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(bytes) },
+        timeout: 120_000,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          if (res.statusCode !== 200) reject(new Error(`upload: status ${res.statusCode}`));
+          else resolve(result(bytes, started));
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('upload timed out')));
+    req.on('error', reject);
+    let remaining = bytes;
+    const pump = () => {
+      while (remaining > 0) {
+        const size = Math.min(remaining, CHUNK.length);
+        remaining -= size;
+        if (!req.write(size === CHUNK.length ? CHUNK : CHUNK.subarray(0, size))) {
+          req.once('drain', pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
+}
+
+function result(bytes: number, started: bigint): TransferResult {
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return { bytes, seconds, mibPerSecond: bytes / 1024 / 1024 / seconds };
+}

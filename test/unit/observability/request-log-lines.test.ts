@@ -1,0 +1,93 @@
+/**
+ * The request line's level, counter and abort marker (the request log writes its line itself, without
+ * pino-http; see src/observability/request-log.ts).
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { requestLog } from '../../../src/observability/request-log.ts';
+import { createExchangeState } from '../../../src/proxy/exchange.ts';
+
+let server: Server | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((r) => server?.close(r));
+  server = undefined;
+});
+
+async function start() {
+  let text = '';
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  });
+  const app = express();
+  app.use((req, res, next) => {
+    res.locals.shim = createExchangeState(req, performance.now());
+    next();
+  });
+  app.use(requestLog(createLogger('info', [], sink)));
+  app.get('/fail', (_req, res) => {
+    res.status(502).end();
+  });
+  app.get('/ok', (_req, res) => {
+    res.status(200).end('ok');
+  });
+  app.get('/hang', () => {
+    // never answers: the client gives up
+  });
+  server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const lines = () =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { url, lines };
+}
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe('request log lines', () => {
+  it('logs a 5xx at level error with the same message, once', async () => {
+    const { url, lines } = await start();
+    await fetch(`${url}/fail`);
+    await until(() => lines().length > 0);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lines()).toHaveLength(1);
+    expect(lines()[0]).toMatchObject({ level: 50, msg: 'request completed', res: { statusCode: 502 } });
+    expect(lines()[0]).not.toHaveProperty('aborted');
+  });
+
+  it('numbers requests per process and logs success at level info', async () => {
+    const { url, lines } = await start();
+    await fetch(`${url}/ok`);
+    await fetch(`${url}/ok?secret=1`);
+    await until(() => lines().length >= 2);
+    expect(lines().map((l) => [l.reqId, l.level, (l.req as { path: string }).path])).toEqual([
+      [1, 30, '/ok'],
+      [2, 30, '/ok'],
+    ]);
+  });
+
+  it('marks a request whose connection closed before the response ended', async () => {
+    const { url, lines } = await start();
+    const controller = new AbortController();
+    const pending = fetch(`${url}/hang`, { signal: controller.signal }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    controller.abort();
+    await pending;
+    await until(() => lines().length > 0);
+    expect(lines()).toHaveLength(1);
+    expect(lines()[0]).toMatchObject({ msg: 'request completed', aborted: true, req: { path: '/hang' } });
+  });
+});
