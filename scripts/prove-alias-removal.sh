@@ -3,8 +3,9 @@
 # docs/removing-the-alias-layer.md says leaves a shim that type-checks and passes its remaining tests.
 #
 #   1. copy the tree (git's tracked files plus untracked, not ignored ones) to a temp dir; link node_modules
-#   2. delete src/aliases/, test/unit/aliases/, test/e2e/aliases-*.test.ts (and bench/aliases-*.ts, alias-only
-#      benchmarks, when there are any)
+#   2. delete everything named aliases: src/aliases/, every folder test/**/aliases/, every file
+#      test/**/aliases-*.test.ts, and bench/aliases-*.ts (bash globstar: ** is any number of folders,
+#      none included); each of the four must match something
 #   3. delete the two lines of src/app.ts that mention createAliasLayer (the import, the registration),
 #      then let Biome format src/app.ts and check it
 #   4. check that no TypeScript file in src/, test/, bench/ or scripts/ still mentions aliases/ or
@@ -50,13 +51,20 @@ ln -s "$root/node_modules" "$copy/node_modules"
 cd "$copy"
 
 echo "== delete the alias layer (docs/removing-the-alias-layer.md)"
-[ -d src/aliases ] || fail "src/aliases/ not found: the removal steps no longer match the tree"
-[ -d test/unit/aliases ] || fail "test/unit/aliases/ not found: the removal steps no longer match the tree"
 registration="$(grep -c 'createAliasLayer' src/app.ts || true)"
 [ "$registration" = 2 ] ||
   fail "src/app.ts mentions createAliasLayer on $registration lines, expected 2 (the import and the registration)"
-rm -r src/aliases test/unit/aliases
-rm -f test/e2e/aliases-*.test.ts bench/aliases-*.ts
+# The paths of docs/removing-the-alias-layer.md, step 3.
+shopt -s globstar
+removed=()
+for pattern in 'src/aliases/' 'test/**/aliases/' 'test/**/aliases-*.test.ts' 'bench/aliases-*.ts'; do
+  # shellcheck disable=SC2206 # the pattern is meant to be globbed; an unmatched one stays as written
+  matches=($pattern)
+  [ -e "${matches[0]}" ] || fail "$pattern matches nothing: the removal steps no longer match the tree"
+  removed+=("${matches[@]}")
+done
+printf '  %s\n' "${removed[@]}"
+rm -rf -- "${removed[@]}" # -f: a file may also lie in a removed folder
 sed -i.bak '/createAliasLayer/d' src/app.ts && rm src/app.ts.bak
 npx biome check --write --vcs-enabled=false src/app.ts >/dev/null
 diff -u "$root/src/app.ts" src/app.ts || true

@@ -13,6 +13,8 @@
  *   (§11), so the shim reads the bytes as UTF-8 whatever the label says and answers 400 when they are
  *   not — an alias can never pass unrewritten in a spelling the upstream decodes differently.
  * - On the response side: the same shapes from the upstream, and a gzip decompression bomb.
+ *
+ * Goes with the alias layer (`src/aliases/`): deleted with it (docs/removing-the-alias-layer.md).
  */
 import { createHash } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -7,6 +7,9 @@
  * transfer cut short (fewer bytes than `Content-Length`, a chunked body without its last chunk) is
  * never presented as complete: the client connection is aborted. The shim never crashes, and the next
  * request works.
+ *
+ * Goes with the alias layer (`src/aliases/`, the only response patcher): deleted with it
+ * (docs/removing-the-alias-layer.md).
  */
 import http from 'node:http';
 import zlib from 'node:zlib';
