@@ -117,6 +117,54 @@ function isWhitespace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
+/** Set by {@link scanString}: whether the string it last scanned contained an escape. */
+let stringHadEscape = false;
+/** Set by {@link scanString} when it returns -1: what is wrong and where. */
+let stringFault: ScanError = { offset: 0, message: '' };
+
+/**
+ * Scans the rest of a JSON string (RFC 8259 §7) whose opening quote is just before `i`: escapes,
+ * unescaped control characters and UTF-8 (RFC 3629) are checked inline.
+ * @returns The offset just after the closing quote, or -1 with {@link stringFault} set.
+ */
+function scanString(text: Buffer, i: number): number {
+  stringHadEscape = false;
+  for (;;) {
+    const c = text[i];
+    if (c === undefined) return fail(text.length, 'unterminated string');
+    const cls = STRING_CLASS[c]!;
+    if (cls === 0) {
+      i++;
+    } else if (cls === 1) {
+      return i + 1;
+    } else if (cls === 2) {
+      stringHadEscape = true;
+      const e = text[i + 1];
+      if (e !== undefined && SIMPLE_ESCAPE[e] === 1) i += 2;
+      else if (
+        e === 0x75 &&
+        HEX[text[i + 2]!] &&
+        HEX[text[i + 3]!] &&
+        HEX[text[i + 4]!] &&
+        HEX[text[i + 5]!]
+      ) {
+        i += 6;
+      } else return fail(i, 'invalid escape sequence in string');
+    } else if (cls === 3) {
+      return fail(i, `unescaped control character ${found(text, i)} in string`);
+    } else {
+      const length = utf8SequenceLength(text, i);
+      if (length === 0) return fail(i, 'invalid UTF-8 in string');
+      i += length;
+    }
+  }
+}
+
+function fail(offset: number, message: string): -1 {
+  stringFault = { offset, message };
+  return -1;
+}
+
 /** Describes the byte at `offset` for an error message. */
 function found(text: Buffer, offset: number): string {
   const c = text[offset];
@@ -225,39 +273,9 @@ export function scanJson(
       while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
       if (c !== 0x22) return { offset: i, message: `expected a string key but found ${found(text, i)}` };
       const keyStart = i;
-      // --- string scan (duplicated below for values; kept inline for speed) ---
-      let escaped = false;
-      i++;
-      for (;;) {
-        c = text[i];
-        if (c === undefined) return { offset: n, message: 'unterminated string' };
-        const cls = STRING_CLASS[c]!;
-        if (cls === 0) {
-          i++;
-        } else if (cls === 1) {
-          i++;
-          break;
-        } else if (cls === 2) {
-          escaped = true;
-          const e = text[i + 1];
-          if (e !== undefined && SIMPLE_ESCAPE[e] === 1) i += 2;
-          else if (
-            e === 0x75 &&
-            HEX[text[i + 2]!] &&
-            HEX[text[i + 3]!] &&
-            HEX[text[i + 4]!] &&
-            HEX[text[i + 5]!]
-          ) {
-            i += 6;
-          } else return { offset: i, message: 'invalid escape sequence in string' };
-        } else if (cls === 3) {
-          return { offset: i, message: `unescaped control character ${found(text, i)} in string` };
-        } else {
-          const length = utf8SequenceLength(text, i);
-          if (length === 0) return { offset: i, message: 'invalid UTF-8 in string' };
-          i += length;
-        }
-      }
+      i = scanString(text, i + 1);
+      if (i < 0) return stringFault;
+      const escaped = stringHadEscape;
       if (depth <= maxDepth) {
         const name = names.match(text, keyStart, i, escaped);
         if (name >= 0) {
@@ -277,36 +295,8 @@ export function scanJson(
     c = text[i];
     while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
     if (c === 0x22) {
-      i++;
-      for (;;) {
-        c = text[i];
-        if (c === undefined) return { offset: n, message: 'unterminated string' };
-        const cls = STRING_CLASS[c]!;
-        if (cls === 0) {
-          i++;
-        } else if (cls === 1) {
-          i++;
-          break;
-        } else if (cls === 2) {
-          const e = text[i + 1];
-          if (e !== undefined && SIMPLE_ESCAPE[e] === 1) i += 2;
-          else if (
-            e === 0x75 &&
-            HEX[text[i + 2]!] &&
-            HEX[text[i + 3]!] &&
-            HEX[text[i + 4]!] &&
-            HEX[text[i + 5]!]
-          ) {
-            i += 6;
-          } else return { offset: i, message: 'invalid escape sequence in string' };
-        } else if (cls === 3) {
-          return { offset: i, message: `unescaped control character ${found(text, i)} in string` };
-        } else {
-          const length = utf8SequenceLength(text, i);
-          if (length === 0) return { offset: i, message: 'invalid UTF-8 in string' };
-          i += length;
-        }
-      }
+      i = scanString(text, i + 1);
+      if (i < 0) return stringFault;
       state = AFTER_VALUE;
       continue;
     }
