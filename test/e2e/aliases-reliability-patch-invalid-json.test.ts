@@ -11,10 +11,9 @@
  * Goes with the alias layer (`src/aliases/`, the only response patcher): deleted with it
  * (docs/removing-the-alias-layer.md).
  */
-import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { send } from '../helpers/http.ts';
+import { getOutcome, send } from '../helpers/http.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -80,22 +79,7 @@ async function skipped(reason: string): Promise<number> {
 }
 
 /** GET with a legacy client, reporting whether the body arrived complete. */
-function outcome(path: string): Promise<{ status: number; complete: boolean; bytes: number }> {
-  return new Promise((resolve) => {
-    http
-      .get(`${stack.url}${path}`, { headers: LEGACY, agent: false }, (res) => {
-        let bytes = 0;
-        res.on('data', (d: Buffer) => {
-          bytes += d.length;
-        });
-        const done = () => resolve({ status: res.statusCode ?? 0, complete: res.complete, bytes });
-        res.on('end', done);
-        res.on('aborted', done);
-        res.on('error', done);
-      })
-      .on('error', () => resolve({ status: 0, complete: false, bytes: 0 }));
-  });
-}
+const outcome = (path: string) => getOutcome(`${stack.url}${path}`, LEGACY);
 
 describe('a complete response whose JSON is invalid', () => {
   it.each(Object.keys(INVALID).filter((p) => INVALID[p]?.includes('"metadata"')))(

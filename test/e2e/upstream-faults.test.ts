@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import nock from 'nock';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { send } from '../helpers/http.ts';
+import { getOutcome, send } from '../helpers/http.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -37,23 +37,8 @@ function freePort(): Promise<number> {
   });
 }
 
-/** GET through the shim, reporting whether the response body arrived complete. */
-function getOutcome(url: string): Promise<{ status: number; complete: boolean; bytes: number }> {
-  return new Promise((resolve) => {
-    http
-      .get(`${url}/missions`, { headers: CURRENT, agent: false }, (res) => {
-        let bytes = 0;
-        res.on('data', (d: Buffer) => {
-          bytes += d.length;
-        });
-        const done = () => resolve({ status: res.statusCode ?? 0, complete: res.complete, bytes });
-        res.on('end', done);
-        res.on('aborted', done);
-        res.on('error', done);
-      })
-      .on('error', () => resolve({ status: 0, complete: false, bytes: 0 }));
-  });
-}
+/** GET /missions through the shim as a 1.0 client, reporting whether the body arrived complete. */
+const missionsOutcome = (url: string) => getOutcome(`${url}/missions`, CURRENT);
 
 describe('before response headers', () => {
   it('answers 502 when the upstream refuses connections', async () => {
@@ -108,7 +93,7 @@ describe('after response headers', () => {
       );
       socket.write(Buffer.alloc(100, 1), () => setTimeout(() => socket.resetAndDestroy(), 50));
     });
-    const outcome = await getOutcome(stack.url);
+    const outcome = await missionsOutcome(stack.url);
     expect(outcome.status).toBe(200);
     expect(outcome.complete).toBe(false);
     expect(outcome.bytes).toBeLessThan(1000);
@@ -121,7 +106,7 @@ describe('after response headers', () => {
       );
       setTimeout(() => socket.destroy(), 50);
     });
-    const outcome = await getOutcome(stack.url);
+    const outcome = await missionsOutcome(stack.url);
     expect(outcome.complete).toBe(false);
   });
 
@@ -135,7 +120,7 @@ describe('after response headers', () => {
       },
       { UPSTREAM_TIMEOUT_MS: '300' },
     );
-    const outcome = await getOutcome(stack.url);
+    const outcome = await missionsOutcome(stack.url);
     expect(outcome.complete).toBe(false);
     expect(outcome.bytes).toBe(10);
   });

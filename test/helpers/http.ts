@@ -96,3 +96,32 @@ export function sendRaw(base: string, bytes: string | Buffer, idleMs = 300): Pro
 export function statusesIn(raw: string): number[] {
   return [...raw.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
 }
+
+/** How a GET ended: its status, whether the body arrived complete, and how many body bytes came. */
+export interface Outcome {
+  status: number;
+  /** `false` when the connection was aborted before the framing said the body was done. */
+  complete: boolean;
+  bytes: number;
+}
+
+/**
+ * GETs `url` on a fresh connection and reports whether the response body arrived complete, instead
+ * of failing on an aborted response (status 0 when not even the head arrived).
+ */
+export function getOutcome(url: string, headers: OutgoingHttpHeaders): Promise<Outcome> {
+  return new Promise((resolve) => {
+    http
+      .get(url, { headers, agent: false }, (res) => {
+        let bytes = 0;
+        res.on('data', (d: Buffer) => {
+          bytes += d.length;
+        });
+        const done = () => resolve({ status: res.statusCode ?? 0, complete: res.complete, bytes });
+        res.on('end', done);
+        res.on('aborted', done);
+        res.on('error', done);
+      })
+      .on('error', () => resolve({ status: 0, complete: false, bytes: 0 }));
+  });
+}
