@@ -144,12 +144,13 @@ export class UsageTable {
   }
 
   /**
-   * The `limit` consumers with the highest counts, highest first (ties: most recent first).
+   * The `limit` consumers with the highest counts, highest first (ties: the smaller `error`, then the
+   * most recent, first).
    * @param limit Most entries returned (default: all tracked).
    */
   top(limit = this.capacity): ConsumerUsage[] {
     return [...this.byConsumer.values()]
-      .sort((a, b) => b.count - a.count || b.lastSeen - a.lastSeen)
+      .sort((a, b) => b.count - a.count || a.error - b.error || b.lastSeen - a.lastSeen)
       .slice(0, Math.max(0, limit))
       .map((e) => ({
         consumer: e.consumer,

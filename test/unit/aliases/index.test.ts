@@ -3,8 +3,8 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { SemVer } from 'semver';
 import { describe, expect, it } from 'vitest';
-import { createAliasLayer } from '../../../src/aliases/index.ts';
 import type { AliasSettings } from '../../../src/aliases/config.ts';
+import { createAliasLayer } from '../../../src/aliases/index.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import type { Exchange, ExchangeHooks } from '../../../src/proxy/types.ts';
 
