@@ -49,9 +49,9 @@ beforeAll(async () => {
   runs.push(await start({ CONSUMER_HEADER: 'x-consumer-id' }));
   for (const { stack } of runs) {
     for (let i = 0; i < 3; i++) {
-      expect(
-        (await send(stack.url, 'GET', FILES, { ...LEGACY, 'x-api-key': SECRETS.apiKey })).status,
-      ).toBe(200);
+      expect((await send(stack.url, 'GET', FILES, { ...LEGACY, 'x-api-key': SECRETS.apiKey })).status).toBe(
+        200,
+      );
       expect((await send(stack.url, 'GET', FILES, { ...LEGACY, cookie: COOKIE })).status).toBe(200);
     }
     // A gateway header that is absent or empty falls back to the key's fingerprint, never the key.
