@@ -98,7 +98,7 @@ export interface ProxyPlugin {
 export interface AdminRoute {
   /** `GET`, `DELETE`, … (a `GET` route also answers `HEAD`). */
   readonly method: string;
-  /** Exact path, e.g. `/aliases/usage`. */
+  /** Exact path, e.g. `/usage`. */
   readonly path: string;
   /** Answers the request completely; a thrown error becomes a 500. */
   handle(req: IncomingMessage, res: ServerResponse): void | Promise<void>;
