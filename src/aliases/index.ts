@@ -63,6 +63,7 @@ export const USAGE_PATH = '/aliases/usage';
  *   body is streamed, never scanned, exactly as without the layer), gets one
  *   `Warning: 299 - "<aliases>: aliases are browned out until <end> …; see <ALIAS_DOCS_URL>"`, the log
  *   fields `brownout: true` and `consumer`, and counts in `shim_alias_brownout_requests_total{route}`
+ *   (and in the usage table when the query showed the alias: a body marked by route may hold none)
  *   (and `shim_alias_brownout_refusals_total{route}` when the upstream answers 4xx).
  *
  * @param settings `AliasSettings` from the configuration (`ALIASES`, `ALIAS_SUNSET_VERSION`,
@@ -110,10 +111,14 @@ export function createAliasLayer(
 
   const routeLabel = (route: AliasRoute) => `${route.method} ${route.path}`;
 
-  /** Who and what: the usage table, and the log field. Called once per aliased request. */
+  /**
+   * Who and what: the log field, and the usage table when the request is known to have used an alias
+   * (`aliases` not empty). Called once per aliased request.
+   */
   const attribute = (exchange: Exchange, aliases: readonly string[]): string => {
     const consumer = consumerOf(exchange.headers, consumerRules);
     exchange.logFields.consumer = consumer;
+    if (aliases.length === 0) return consumer;
     const userAgent = exchange.headers['user-agent'];
     usage.record({
       consumer,

@@ -173,7 +173,7 @@ describe('brownouts', () => {
   const DOCS = 'https://docs.example.com/migrate';
 
   it('leave the layer on outside the window and switch it off inside, at the exact edges', () => {
-    const { plugin, exchangeOf, setClock } = setup({ brownouts: BROWNOUTS, docsUrl: DOCS });
+    const { plugin, exchangeOf, setClock, usage } = setup({ brownouts: BROWNOUTS, docsUrl: DOCS });
     const at = (iso: string) => {
       setClock(iso);
       const ex = exchangeOf('GET', '/files?tags=a&x=1', { 'x-api-key': 'k' });
@@ -196,18 +196,24 @@ describe('brownouts', () => {
     ]);
     expect(at('2027-01-12T14:59:59.999Z').query).toBe('tags=a&x=1');
     expect(at('2027-01-12T15:00:00.000Z').query).toBe('metadataByTypeUuid=a&x=1');
+    // Browned out or not, a query that used an alias counts for its consumer.
+    expect(usage().consumers).toEqual([
+      expect.objectContaining({ consumer: keyFingerprint(FINGERPRINT_KEY, 'k'), count: 4 }),
+    ]);
   });
 
   it('neither buffers a body nor patches a response inside the window; marks a JSON body by route', async () => {
-    const { plugin, exchangeOf, setClock, metric } = setup({ brownouts: BROWNOUTS });
+    const { plugin, exchangeOf, setClock, metric, usage } = setup({ brownouts: BROWNOUTS });
     setClock('2027-01-12T14:10:00Z');
     const ex = exchangeOf('POST', '/missions', JSON_TYPE);
     const hooks = plugin.onRequest(ex, req)!;
     expect(hooks.body).toBeUndefined();
     expect(hooks.rewriteQuery).toBeUndefined();
     expect(hooks.onResponse!(400, JSON_TYPE)).toBeUndefined();
-    expect(ex.logFields).toMatchObject({ brownout: true });
+    expect(ex.logFields).toMatchObject({ brownout: true, consumer: 'session' });
     expect(ex.responseHeaders[0]![1]).toContain('tags, ignoreTags: aliases are browned out');
+    // Marked by route only: the body may hold no alias, so the usage table does not count it.
+    expect(usage().consumers).toEqual([]);
     expect(await metric('shim_alias_brownout_requests_total')).toEqual([[{ route: 'POST /missions' }, 1]]);
     expect(await metric('shim_alias_brownout_refusals_total')).toEqual([[{ route: 'POST /missions' }, 1]]);
   });
