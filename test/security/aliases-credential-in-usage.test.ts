@@ -19,6 +19,7 @@ import { leakedSecrets, SECRETS } from '../helpers/secrets.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 const LEGACY = { 'service-client-version': '0.59.0', 'user-agent': 'legacy-cli/0.59.0' };
+const FINGERPRINT_KEY = 'fingerprint-key-never-logged-7c1d';
 const FILES = '/files?tags=a0000000-0000-4000-8000-000000000003';
 const COOKIE = `authtoken=${SECRETS.authtoken}; refreshtoken=${SECRETS.refreshtoken}`;
 
@@ -44,7 +45,7 @@ async function start(env: Record<string, string>): Promise<Running> {
 const runs: Running[] = [];
 
 beforeAll(async () => {
-  runs.push(await start({ CONSUMER_FINGERPRINT_KEY: 'a-fingerprint-key-for-tests' }));
+  runs.push(await start({ CONSUMER_FINGERPRINT_KEY: FINGERPRINT_KEY }));
   runs.push(await start({}));
   runs.push(await start({ CONSUMER_HEADER: 'x-consumer-id' }));
   for (const { stack } of runs) {
@@ -90,6 +91,8 @@ describe('no credential byte in the usage report, the log or the metrics', () =>
     expect(leakedSecrets(report)).toEqual([]);
     expect(leakedSecrets(stack.rawLogs())).toEqual([]);
     expect(leakedSecrets(metrics)).toEqual([]);
+    // Nor the HMAC key that would let a reader test guessed API keys against the fingerprints.
+    expect(report + metrics + stack.rawLogs()).not.toContain(FINGERPRINT_KEY);
     // No 12-character window of the key survives either (a prefix or a truncated copy).
     for (let k = 0; k + 12 <= SECRETS.apiKey.length; k++) {
       const piece = SECRETS.apiKey.slice(k, k + 12);
