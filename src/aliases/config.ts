@@ -86,7 +86,7 @@ export const ALIAS_VARIABLES = {
   CONSUMER_HEADER: {
     schema: parsers.optionalHeaderName,
     meaning:
-      'Identity header set by a gateway in front (e.g. `X-Consumer-Id`): its value (sanitised, at most 64 characters) names the consumer in `/aliases/usage` and the log. Must not be a credential header (`Authorization`, `Cookie`, `API_KEY_HEADER`).',
+      'Identity header set by a gateway in front (e.g. `X-Consumer-Id`): its value (sanitised, at most 64 characters) names the consumer in `/aliases/usage` and the log. The gateway must set it on every request (overwriting any value a client sent): the shim cannot tell who set it. Must not be a credential header (`Authorization`, `Cookie`, `API_KEY_HEADER`).',
   },
   CONSUMER_FINGERPRINT_KEY: {
     schema: parsers.optionalStr.pipe(
