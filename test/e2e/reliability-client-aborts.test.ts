@@ -16,7 +16,7 @@ import net from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
+import { type RunningReferenceBackend, startReferenceBackend } from '@compat-shim/reference-backend';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 const ABORTS = 1_000;

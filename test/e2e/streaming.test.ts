@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
+import { type RunningReferenceBackend, startReferenceBackend } from '@compat-shim/reference-backend';
 import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 import { CURRENT, LEGACY } from '../helpers/stack.ts';
 

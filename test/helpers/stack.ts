@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
-import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
+import { type RunningReferenceBackend, startReferenceBackend } from '@compat-shim/reference-backend';
 
 /** A running shim (and the reference backend, unless an upstream URL was given). */
 export interface Stack {
