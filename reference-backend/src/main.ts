@@ -10,7 +10,9 @@
  * print one line to stderr and exit 1. Reads no environment variables.
  */
 import { parseArgs } from 'node:util';
-import { DEFAULT_SERVICE_VERSION, startReferenceBackend } from './index';
+
+/** The default `--service-version` (the same as `DEFAULT_SERVICE_VERSION` of `./index`). */
+const DEFAULT_SERVICE_VERSION = '0.60.0';
 
 const USAGE =
   'usage: node reference-backend/dist/main.js [--port 3000] [--host 127.0.0.1] ' +
@@ -59,6 +61,8 @@ async function main(): Promise<void> {
     fatal(`--port must be 0…65535, got "${args.port}"`);
   if (args['service-version'].trim() === '') fatal('--service-version must not be empty');
 
+  // Nest is loaded only once the arguments are known to be good (a usage error costs no framework start).
+  const { startReferenceBackend } = await import('./index');
   const backend = await startReferenceBackend({
     port: Number(args.port),
     host: args.host,
