@@ -83,10 +83,20 @@ export class ListMissionsQuery extends PagingQuery {
   projectUuid?: string;
 }
 
+/**
+ * One value, or several as the extended query parser gives them: repeated (`a=1&a=2`) or bracketed
+ * (`a[]=1`, `a[x]=1`) → an array of the values.
+ */
+function toList(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value;
+  if (typeof value === 'object' && value !== null) return Object.values(value);
+  return [value];
+}
+
 /** `GET /files?metadataByTypeUuid=&skip=&take=`; the parameter may be repeated (`a=1&a=2`, `a[]=1`). */
 export class ListFilesQuery extends PagingQuery {
   @IsOptional()
-  @Transform(({ value }) => (Array.isArray(value) ? value : [value]))
+  @Transform(({ value }) => toList(value))
   @IsUUID('all', { each: true })
   metadataByTypeUuid?: string[];
 }

@@ -243,6 +243,7 @@ describe('files and lists', () => {
     [`metadataByTypeUuid=${TYPES.weather}`, 2],
     [`metadataByTypeUuid=${TYPES.location}&metadataByTypeUuid=${TYPES.temperature}`, 2],
     [`metadataByTypeUuid[]=${TYPES.robot}`, 1],
+    [`metadataByTypeUuid[x]=${TYPES.robot}&metadataByTypeUuid[y]=${TYPES.weather}`, 3],
   ])('GET /files?%s filters by metadata type (extended query parser)', async (query, count) => {
     const reply = await send(shared.url, 'GET', `/files?${query}`, KEY);
     expect(reply.status, reply.text).toBe(200);
