@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import {
+  DEFAULT_SERVICE_VERSION,
   DEMO_USER,
   type RunningReferenceBackend,
   SEED_IDS,
@@ -353,10 +354,13 @@ describe('reference-backend/dist/main.js', () => {
   const run = (args: string[]): ChildProcess =>
     spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
 
-  it.each([['SIGTERM'], ['SIGINT']] as const)(
+  it.each([
+    ['SIGTERM', ['--service-version', '1.2.3'], '1.2.3'],
+    ['SIGINT', [], DEFAULT_SERVICE_VERSION],
+  ] as const)(
     'logs one JSON line with the URL, serves, and exits 0 on %s',
-    async (signal) => {
-      const child = run(['--port', '0', '--host', '127.0.0.1', '--service-version', '1.2.3']);
+    async (signal, extra, version) => {
+      const child = run(['--port', '0', '--host', '127.0.0.1', ...extra]);
       try {
         let stdout = '';
         child.stdout?.on('data', (chunk) => {
@@ -364,12 +368,12 @@ describe('reference-backend/dist/main.js', () => {
         });
         await expect.poll(() => stdout.includes('\n'), { timeout: 20_000 }).toBe(true);
         const line = JSON.parse(stdout.slice(0, stdout.indexOf('\n'))) as Record<string, unknown>;
-        expect(line).toMatchObject({ msg: 'reference backend listening', serviceVersion: '1.2.3' });
+        expect(line).toMatchObject({ msg: 'reference backend listening', serviceVersion: version });
         const url = String(line.url);
         expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
         const reply = await send(url, 'GET', '/user/me', KEY);
         expect(reply.status).toBe(200);
-        expect(reply.headers['service-version']).toBe('1.2.3');
+        expect(reply.headers['service-version']).toBe(version);
         child.kill(signal);
         const [code] = await once(child, 'exit');
         expect(code).toBe(0);
