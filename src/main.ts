@@ -44,7 +44,7 @@ let upstream = config.upstreamUrl;
 let referenceBackend: { url: string; close(): Promise<void> } | undefined;
 if (!upstream) {
   // Loaded only when needed, so a shim in front of a real upstream does not carry it in memory.
-  const { startReferenceBackend } = await import('./reference-backend/server.ts');
+  const { startReferenceBackend } = await import('@compat-shim/reference-backend');
   referenceBackend = await startReferenceBackend({ port: 0, host: '127.0.0.1' });
   upstream = new URL(referenceBackend.url);
   logger.info({ upstream: upstream.href }, 'UPSTREAM_URL is unset: started the embedded reference backend');
