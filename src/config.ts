@@ -25,7 +25,7 @@ export interface Config {
   port: number;
   /** Front-door bind address (`HOST`, default `0.0.0.0`). */
   host: string;
-  /** Canonical upstream (`UPSTREAM_URL`); `undefined` means "start the embedded reference backend". */
+  /** Canonical upstream (`UPSTREAM_URL`); `undefined` is refused by the runtime except in demo mode (src/demo.ts). */
   upstreamUrl: URL | undefined;
   /** Admin listener port (`ADMIN_PORT`, default 9090): `/healthz`, `/readyz`, `/metrics`. */
   adminPort: number;
@@ -190,13 +190,24 @@ const ENV_SCHEMA = z.object({
 /** Names of every environment variable the shim reads (for docs and deployment-file checks). */
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(ENV_SCHEMA.shape));
 
+/** Options of {@link loadConfig}. */
+export interface LoadOptions {
+  /**
+   * An unset `UPSTREAM_URL` is a problem (fail closed, issue 10). `src/main.ts` sets it unless started
+   * with `--demo` (docs/operations.md "Demo mode"); the runtime refuses an unset upstream outside demo
+   * mode either way. Default false, so that tests can read the defaults.
+   */
+  requireUpstream?: boolean;
+}
+
 /**
  * Reads and validates the configuration (SPEC §2).
  * @param env The environment, normally `process.env`.
+ * @param options See {@link LoadOptions}.
  * @returns A deeply frozen {@link Config}.
  * @throws {ConfigError} listing one line per invalid variable, e.g. `PORT: must be a port number`.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Config {
   // Each variable is parsed on its own so that every problem is reported at once, cross-variable
   // checks included.
   const problems: string[] = [];
@@ -207,6 +218,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     else for (const issue of result.error.issues) problems.push(`${name}: ${issue.message}`);
   }
   const e = values as z.infer<typeof ENV_SCHEMA>;
+  if (options.requireUpstream && !problems.some((p) => p.startsWith('UPSTREAM_URL:')) && !e.UPSTREAM_URL) {
+    problems.push(
+      'UPSTREAM_URL: required (the canonical backend, e.g. http://127.0.0.1:3000); only demo mode (--demo, what npm start runs) starts the reference backend instead',
+    );
+  }
   if (e.ALIAS_DEPRECATED_AT && e.ALIAS_SUNSET_AT && e.ALIAS_SUNSET_AT < e.ALIAS_DEPRECATED_AT) {
     problems.push('ALIAS_SUNSET_AT: must not be earlier than ALIAS_DEPRECATED_AT (RFC 9745 §3)');
   }

@@ -23,9 +23,10 @@ export interface ShimProcess {
 /**
  * Spawns the shim with `env` added to the test's environment; resolves once it logs that it listens.
  * @param env e.g. `{ UPSTREAM_URL: 'http://127.0.0.1:1234' }`; `PORT` and `ADMIN_PORT` default to 0.
+ * @param args Command-line flags, e.g. `['--demo']`.
  */
-export function spawnShim(env: Record<string, string>): Promise<ShimProcess> {
-  const child = spawn(process.execPath, ['--expose-gc', 'src/main.ts'], {
+export function spawnShim(env: Record<string, string>, args: readonly string[] = []): Promise<ShimProcess> {
+  const child = spawn(process.execPath, ['src/main.ts', ...args], {
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
