@@ -23,21 +23,22 @@ describe('Dockerfile', () => {
     expect(instructions.filter((l) => /^FROM \$\{NODE_IMAGE\}/.test(l))).toHaveLength(2);
   });
 
-  it('installs production dependencies only, from the lockfile', () => {
-    expect(dockerfile).toContain('npm ci --omit=dev');
-    expect(dockerfile).toContain('test ! -e node_modules/node');
-    // The final stage copies the installed tree and the sources; it installs nothing itself.
-    expect(final('RUN')).toEqual([]);
-    expect(final('COPY')).toEqual([
-      'COPY --from=deps /app/node_modules ./node_modules',
-      'COPY package.json ./',
-      'COPY src ./src',
-    ]);
+  it('bundles in a build stage from the lockfile', () => {
+    expect(dockerfile).toContain('npm ci ');
+    expect(dockerfile).toContain('RUN node scripts/build.ts');
   });
 
-  it('runs node src/main.ts as PID 1 as the node user', () => {
+  it('copies the bundle alone into the final stage: no node_modules, no sources, no reference backend', () => {
+    expect(final('RUN')).toEqual([]);
+    expect(final('COPY')).toEqual(['COPY --from=build /app/dist/main.js ./dist/main.js']);
+    expect(finalStage.join('\n')).not.toMatch(/node_modules|reference-backend|src\//);
+  });
+
+  it('runs node dist/main.js as PID 1 as the node user, without --demo and without --expose-gc', () => {
     expect(final('USER')).toEqual(['USER node']);
-    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "--expose-gc", "src/main.ts"]']);
+    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "dist/main.js"]']);
+    expect(instructions.join('\n')).not.toContain('--expose-gc');
+    expect(instructions.join('\n')).not.toContain('--demo');
   });
 
   it('exposes the default ports and checks /healthz on the admin port with fetch', () => {
@@ -56,10 +57,10 @@ describe('Dockerfile', () => {
 });
 
 describe('.dockerignore', () => {
-  it('sends only the manifest, the lockfile and src/ to the build', () => {
+  it('sends only the manifest, the lockfile, the build script and src/ to the build', () => {
     const lines = read('.dockerignore')
       .split('\n')
       .filter((l) => l.trim() !== '' && !l.startsWith('#'));
-    expect(lines).toEqual(['**', '!package.json', '!package-lock.json', '!src/**']);
+    expect(lines).toEqual(['**', '!package.json', '!package-lock.json', '!scripts/build.ts', '!src/**']);
   });
 });
