@@ -1,6 +1,6 @@
 # compat-shim container image (SPEC §8). Build and smoke test: scripts/container-smoke.sh.
 #
-# Two stages on the same base: `build` installs the locked dependencies and bundles src/main.ts with
+# Stages on the same base: `build` installs the locked dependencies and bundles src/main.ts with
 # esbuild into one self-contained file (scripts/build.ts); the final stage holds that file and nothing
 # else of the project: no node_modules, no sources, no reference backend (`--demo` fails there with a
 # clear message; docs/operations.md "Demo mode"). The program handles SIGTERM/SIGINT itself as PID 1.
@@ -17,6 +17,16 @@ COPY scripts/build.ts ./scripts/
 COPY src ./src
 RUN node scripts/build.ts && test -s dist/main.js
 
+# Not the production image: the reference backend for deploy/compose.yaml and local trials
+# (`podman build --target reference-backend`). Built only when asked for.
+FROM ${NODE_IMAGE} AS reference-backend
+WORKDIR /app
+COPY --from=build /app/src/reference-backend ./src/reference-backend
+USER node
+EXPOSE 3000
+ENTRYPOINT ["node", "src/reference-backend/main.ts", "--host", "0.0.0.0", "--port", "3000"]
+
+# The production image (the default target: the last stage).
 FROM ${NODE_IMAGE}
 ARG VERSION=0.1.0
 ARG REVISION=unknown
