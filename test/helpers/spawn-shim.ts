@@ -23,10 +23,13 @@ export interface ShimProcess {
 /**
  * Spawns the shim with `env` added to the test's environment; resolves once it logs that it listens.
  * @param env e.g. `{ UPSTREAM_URL: 'http://127.0.0.1:1234' }`; `PORT` and `ADMIN_PORT` default to 0.
- * @param args Command-line flags, e.g. `['--demo']`.
+ *   Without `UPSTREAM_URL` the shim runs in demo mode (`--demo`, as `npm start` does): the reference
+ *   backend is its child process, so `rss()` and `peakRss()` measure the shim alone.
+ * @param args More command-line flags.
  */
 export function spawnShim(env: Record<string, string>, args: readonly string[] = []): Promise<ShimProcess> {
-  const child = spawn(process.execPath, ['src/main.ts', ...args], {
+  const demo = env.UPSTREAM_URL ? [] : ['--demo'];
+  const child = spawn(process.execPath, ['src/main.ts', ...demo, ...args], {
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
