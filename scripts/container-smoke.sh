@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the compat-shim image with podman and smoke-tests it in front of the embedded reference
-# backend (no UPSTREAM_URL): start, traffic, health check, metrics, graceful stop (idle, then with a
-# download in flight). Prints the figures recorded in docs/operations.md.
+# Builds the compat-shim image with podman and smoke-tests it as a sidecar: one pod, a stub upstream
+# container (the base image running a few lines of node:http; the image itself holds no backend) and
+# the shim with UPSTREAM_URL=http://127.0.0.1:3000: fail closed without UPSTREAM_URL, start, traffic,
+# health check, metrics, idle memory, graceful stop (idle, then with a download in flight), and
+# deploy/kubernetes.yaml under `podman kube play`. Prints the figures recorded in docs/operations.md.
 #
 #   sudo scripts/container-smoke.sh            # from the project root; needs podman, runc, debootstrap
 #
@@ -21,12 +23,22 @@ TOOLS="$(pwd)/../shared/tools"
 if [ -z "${CONTAINERS_CONF:-}" ] && [ -f "$TOOLS/containers.conf" ]; then export CONTAINERS_CONF="$TOOLS/containers.conf"; fi
 BASE_IMAGE_SCRIPT="${BASE_IMAGE_SCRIPT:-$TOOLS/make-node-base-image.sh}"
 
+POD="$NAME-pod"
+BASE=docker.io/library/node:24-bookworm-slim
+# The stub upstream: /api/health and every other path answer 200 JSON with Service-Version; /debug/bytes?n=N
+# streams N bytes. One line without backslashes, double quotes or ampersands, so that it also fits a
+# Kubernetes `command` through sed.
+STUB_JS=$(cat <<'JS'
+require('http').createServer((q,s)=>{s.setHeader('service-version','0.60.0');if(q.url.startsWith('/debug/bytes?n=')){let n=Number(q.url.split('=')[1]);s.writeHead(200,{'content-type':'application/octet-stream','content-length':n});const c=Buffer.alloc(65536,98);const w=()=>{while(n>0){const k=Math.min(n,c.length);n-=k;if(!s.write(c.subarray(0,k)))return s.once('drain',w)}s.end()};return w()}s.setHeader('content-type','application/json');s.end(JSON.stringify({uuid:'f0000000-0000-4000-8000-000000000001'}))}).listen(3000,'127.0.0.1')
+JS
+)
 ms() { date +%s%3N; }
 say() { printf '[container-smoke] %s\n' "$*" >&2; }
 fail() { say "FAIL: $*"; podman logs "$NAME" 2>/dev/null | tail -20 >&2 || true; exit 1; }
 KUBE_YAML=$(mktemp --suffix=.yaml)
 cleanup() {
   podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
+  podman pod rm -f "$POD" >/dev/null 2>&1 || true
   [ -s "$KUBE_YAML" ] && podman kube down "$KUBE_YAML" >/dev/null 2>&1 || true
   rm -f "$KUBE_YAML"
 }
@@ -46,15 +58,29 @@ BUILD_MS=$(( $(ms) - t ))
 SIZE=$(podman image inspect "$IMAGE" --format '{{.Size}}')
 BASE_SIZE=$(podman image inspect docker.io/library/node:24-bookworm-slim --format '{{.Size}}')
 [ "$(podman image inspect "$IMAGE" --format '{{.Config.User}}')" = node ] || fail "image does not run as the node user"
-podman run --rm --no-healthcheck --entrypoint sh "$IMAGE" -c 'test ! -e node_modules/node && test ! -e node_modules/typescript' ||
-  fail "dev dependencies in the final image"
+podman run --rm --no-healthcheck --entrypoint sh "$IMAGE" -c 'test ! -e node_modules && test ! -e src && test -s dist/main.js' ||
+  fail "the final image holds more than the bundle (node_modules, src/ or the reference backend)"
+# Fail closed: without UPSTREAM_URL the image refuses to start (exit 1, one config error line), and
+# --demo finds no reference backend in it.
+set +e
+OUT=$(podman run --rm --no-healthcheck "$IMAGE" 2>&1 | grep -v systemd); CODE=${PIPESTATUS[0]}
+set -e
+podman run --rm --no-healthcheck "$IMAGE" >/dev/null 2>&1 && fail "started without UPSTREAM_URL"
+grep -q '^config error: UPSTREAM_URL: required' <<<"$OUT" || fail "no config error without UPSTREAM_URL: $OUT"
+podman run --rm --no-healthcheck "$IMAGE" --demo >/dev/null 2>&1 && fail "--demo started in the production image"
+say "fails closed without UPSTREAM_URL; --demo refused (no reference backend in the image)"
+
+# The pod: the stub upstream on 127.0.0.1:3000 beside the shim, as in deploy/kubernetes.yaml.
+podman pod create --name "$POD" -p "$FRONT:8080" -p "$ADMIN:9090" >/dev/null
+podman run -d --pod "$POD" --name "$NAME-upstream" --read-only --cap-drop ALL --user 1000 "$BASE" node -e "$STUB_JS" \
+  >/dev/null 2> >(grep -v 'systemd' >&2) || fail "stub upstream"
 
 # 2. Start hardened as in deploy/ (read-only root, no capabilities, no privilege escalation), no --init:
 #    node is PID 1 and handles the signals itself. Start time = `podman run` until /readyz answers 200.
 start() {
   t=$(ms)
-  podman run -d --name "$NAME" --read-only --cap-drop ALL --security-opt no-new-privileges \
-    -e SHUTDOWN_TIMEOUT_MS="$SHUTDOWN_TIMEOUT_MS" -p "$FRONT:8080" -p "$ADMIN:9090" "$IMAGE" \
+  podman run -d --pod "$POD" --name "$NAME" --read-only --cap-drop ALL --security-opt no-new-privileges \
+    -e UPSTREAM_URL=http://127.0.0.1:3000 -e SHUTDOWN_TIMEOUT_MS="$SHUTDOWN_TIMEOUT_MS" "$IMAGE" \
     > /dev/null 2> >(grep -v 'systemd' >&2) ||
     fail "podman run"
   for _ in $(seq 1 200); do
@@ -85,20 +111,24 @@ code=$(curl -s -o /tmp/smoke-body.$$ -w '%{http_code}' "${LEGACY[@]}" "http://$F
 [ "$code" = 200 ] || fail "GET /user/me → $code"
 grep -q '"uuid"' /tmp/smoke-body.$$ || fail "GET /user/me body: $(cat /tmp/smoke-body.$$)"
 rm -f /tmp/smoke-body.$$
+# The service version is known from the first response (probed at start).
+curl -si "http://$FRONT/user/me" | tr -d '\r' | grep -qi '^service-version: 0.60.0$' || fail "no Service-Version on the 426"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Service-Client-Version: 0.59.0' "http://$FRONT/user/me")
 [ "$code" = 401 ] || fail "GET /user/me without credentials → $code (want 401)"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$FRONT/api/health")
 [ "$code" = 200 ] || fail "GET /api/health → $code"
-code=$(curl -s -o /dev/null -w '%{http_code}' "${LEGACY[@]}" "http://$FRONT/metrics")
-[ "$code" != 200 ] || fail "/metrics is reachable through the front door"
+# The front door forwards /metrics upstream like any path (the stub answers it): never the shim's own.
+curl -s "${LEGACY[@]}" "http://$FRONT/metrics" | grep -q 'shim_requests_total' && fail "/metrics is reachable through the front door"
 
 # 4. Health check (HEALTHCHECK, run on demand: there is no systemd to schedule it here) and metrics.
 podman healthcheck run "$NAME" >/dev/null || fail "health check"
 METRICS=$(curl -s "http://$ADMIN/metrics")
 grep -q '^shim_requests_total{route="/user/me",method="GET",status="200"} 1$' <<<"$METRICS" ||
   fail "/metrics does not count the request"
-RSS=$(awk '/^process_resident_memory_bytes /{printf "%d", $2/1048576}' <<<"$METRICS")
+sleep 5 # idle
+RSS=$(curl -s "http://$ADMIN/metrics" | awk '/^process_resident_memory_bytes /{printf "%d", $2/1048576}')
 [ -n "$RSS" ] || fail "/metrics lacks the process metrics"
+CGROUP=$(podman stats --no-stream --format '{{.MemUsage}}' "$NAME" 2>/dev/null | cut -d/ -f1 | tr -d ' ')
 
 # 5. Stop while idle.
 stop; STOP_IDLE=$STOP_MS
@@ -123,7 +153,7 @@ say "stop with a download in flight in $STOP_BUSY ms, download complete, exit 0"
 #    the two placeholder images become this image, the backend running the reference backend.
 if [ -z "${SKIP_KUBE:-}" ]; then
   sed -e "s#registry.example.com/compat-shim:[^ ]*#localhost/$IMAGE:latest#" \
-      -e "s#^\( *\)image: registry.example.com/service-backend:.*#\1image: localhost/$IMAGE:latest\n\1command: [node, src/reference-backend/main.ts, --port, '3000']#" \
+      -e "s#^\( *\)image: registry.example.com/service-backend:.*#\1image: $BASE\n\1command: [node, -e, \"$STUB_JS\"]#" \
       -e 's/replicas: 2/replicas: 1/' deploy/kubernetes.yaml > "$KUBE_YAML"
   podman kube play "$KUBE_YAML" > /dev/null 2> >(grep -vE 'systemd|syslog' >&2) || fail "podman kube play deploy/kubernetes.yaml"
   SHIM_CTR=$(podman ps --format '{{.Names}}' | grep -- '-compat-shim$' | head -1)
@@ -147,7 +177,7 @@ fi
 cat <<REPORT
 image            $IMAGE: $(( SIZE / 1000000 )) MB ($(( (SIZE - BASE_SIZE) / 1000000 )) MB above node:24-bookworm-slim), built in $BUILD_MS ms
 start            $START1 ms, $START2 ms (podman run → /readyz 200)
-memory           $RSS MiB resident after start and a few requests (shim and embedded backend, one process)
+memory           $RSS MiB resident (VmRSS of the shim process) and $CGROUP charged to the container's cgroup, idle 5 s after start and a few requests
 stop, idle       $STOP_IDLE ms (podman stop → exited, code 0)
 stop, in flight  $STOP_BUSY ms (48 MiB download at 8 MiB/s started 1 s before; completed)
 REPORT

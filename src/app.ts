@@ -9,10 +9,10 @@ import type { Logger } from 'pino';
 import { aliasPlugin } from './aliases/index.ts';
 import type { Config, PluginDefinition } from './config.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
-import { credentialGate } from './gates/credentials.ts';
+import { type CredentialRules, consumerOf, credentialGate } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
-import { type CoreMetrics, methodLabel, routeClass } from './observability/metrics.ts';
+import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
 import { requestLog } from './observability/request-log.ts';
 import { ShimError } from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, stateOf } from './proxy/exchange.ts';
@@ -95,12 +95,18 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     responseHeaders,
   });
 
+  const credentialRules: CredentialRules = { cookies: config.authCookies, apiKeyHeader: config.apiKeyHeader };
   const start: RequestHandler = (req, res, next) => {
     const state = createExchangeState(req, performance.now());
     res.locals.shim = state;
     res.once('finish', () => {
-      // Classed at the end: rejected requests and upstream 404s do not earn a route label of their own.
-      state.route = routeClass(state.exchange.path, state.rejection === undefined && res.statusCode !== 404);
+      // Labelled at the end: only an upstream 2xx/3xx teaches a route class, within per-consumer bounds
+      // (RouteLabels in observability/metrics.ts).
+      state.route = metrics.routes.label(
+        routeShape(state.exchange.path),
+        { status: res.statusCode, rejected: state.rejection !== undefined },
+        () => consumerOf(req, credentialRules),
+      );
       const status = String(res.statusCode);
       metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
       metrics.duration.observe({ route: state.route }, (performance.now() - state.startedAt) / 1000);
@@ -147,7 +153,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       minimum: config.minClientVersion,
     }),
   );
-  app.use(credentialGate({ cookies: config.authCookies, apiKeyHeader: config.apiKeyHeader }));
+  app.use(credentialGate(credentialRules));
   app.use(applyPlugins);
   app.use(forwarder.handler);
   app.use(onError);

@@ -19,7 +19,7 @@ export interface Config {
   port: number;
   /** Front-door bind address (`HOST`, default `0.0.0.0`). */
   host: string;
-  /** Canonical upstream (`UPSTREAM_URL`); `undefined` means "start the embedded reference backend". */
+  /** Canonical upstream (`UPSTREAM_URL`); `undefined` is refused by the runtime except in demo mode (src/demo.ts). */
   upstreamUrl: URL | undefined;
   /** Admin listener port (`ADMIN_PORT`, default 9090): `/healthz`, `/readyz`, `/metrics`. */
   adminPort: number;
@@ -189,6 +189,16 @@ export const parsers = {
     ),
 };
 
+/** Options of {@link loadConfig}. */
+export interface LoadOptions {
+  /**
+   * An unset `UPSTREAM_URL` is a problem (fail closed, issue 10). `src/main.ts` sets it unless started
+   * with `--demo` (docs/operations.md "Demo mode"); the runtime refuses an unset upstream outside demo
+   * mode either way. Default false, so that tests can read the defaults.
+   */
+  requireUpstream?: boolean;
+}
+
 /**
  * One environment variable: its parser and its row in `docs/configuration.md`.
  * `schema` receives the raw value (`undefined` when unset) and applies the default itself.
@@ -262,7 +272,7 @@ export const CORE_VARIABLES = {
       }
     }),
     meaning:
-      'The canonical backend, an `http:` or `https:` URL without query, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Unset: the shim starts the embedded reference backend on a free loopback port and logs `UPSTREAM_URL is unset: started the embedded reference backend` (demo and tests only).',
+      'The canonical backend, an `http:` or `https:` URL without query, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Required: unset is a configuration error (the shim fails closed), except in demo mode (`--demo`, what `npm start` runs), which starts the reference backend as a child process and says so in the start log and on `/readyz` ([operations](operations.md#demo-mode)).',
   },
   ADMIN_PORT: {
     schema: port(9090),
@@ -284,7 +294,7 @@ export const CORE_VARIABLES = {
   SERVICE_VERSION: {
     schema: parsers.semver,
     meaning:
-      'The backend\'s version (semantic version). Unset: the last value the upstream sent in `SERVICE_VERSION_HEADER`. Clients below it get `Warning: 299 - "client <v> is older than service <s>; please upgrade"`.',
+      'The backend\'s version (semantic version). Unset: the value the upstream sends in `SERVICE_VERSION_HEADER`, read from its health route (`GET /api/health`) before the shim listens and by every readiness probe, then from every response; so the shim\'s own 426/401 carry it from the first request. Clients below it get `Warning: 299 - "client <v> is older than service <s>; please upgrade"`.',
   },
   MIN_CLIENT_VERSION: {
     schema: parsers.semver,
@@ -405,6 +415,7 @@ export function unknownVariableWarnings(env: NodeJS.ProcessEnv, known: readonly 
  * @param env The environment, normally `process.env`.
  * @param plugins The registered plugins (`app.ts`'s `PLUGINS`); their settings land in
  *   `Config.plugins[name]`. Default: none (the core alone).
+ * @param options See {@link LoadOptions}.
  * @returns A deeply frozen {@link Config}; `warnings` names variables nothing reads.
  * @throws {ConfigError} listing one line per invalid variable, e.g. `PORT: must be a port number`.
  * @throws {Error} when two schemas declare the same variable (a programming error).
@@ -412,6 +423,7 @@ export function unknownVariableWarnings(env: NodeJS.ProcessEnv, known: readonly 
 export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   plugins: readonly PluginDefinition[] = [],
+  options: LoadOptions = {},
 ): Config {
   const names = configVariables(plugins);
   const duplicate = names.find((name, i) => names.indexOf(name) !== i);
@@ -430,6 +442,11 @@ export function loadConfig(
     return values;
   };
   const e = parse(CORE_VARIABLES) as ParsedValues<typeof CORE_VARIABLES>;
+  if (options.requireUpstream && !problems.some((p) => p.startsWith('UPSTREAM_URL:')) && !e.UPSTREAM_URL) {
+    problems.push(
+      'UPSTREAM_URL: required (the canonical backend, e.g. http://127.0.0.1:3000); only demo mode (--demo, what npm start runs) starts the reference backend instead',
+    );
+  }
   if (e.PORT !== undefined && e.PORT === e.ADMIN_PORT && e.PORT !== 0) {
     problems.push('ADMIN_PORT: must differ from PORT (the admin listener is never the front door)');
   }

@@ -3,7 +3,6 @@
  * credentials; the upstream verifies them.
  */
 import type { IncomingMessage } from 'node:http';
-import cookieParser from 'cookie-parser';
 import type { RequestHandler } from 'express';
 import { ShimError } from '../proxy/errors.ts';
 import { stateOf } from '../proxy/exchange.ts';
@@ -33,10 +32,34 @@ export function headerCount(rawHeaders: readonly string[], lowerName: string): n
 }
 
 /**
+ * Parses a `Cookie` request header as plain RFC 6265 §4.2.1 values: `name=value` pairs separated by
+ * `;`, optional whitespace trimmed, one pair of surrounding double quotes removed, the first
+ * occurrence of a repeated name wins (as in the upstream's own cookie parser). Nothing else: no
+ * percent-decoding, no JSON (`j:…`) and no signed (`s:…`) values, which cookie-parser's defaults read
+ * as JSON or signatures, so that `authtoken=j:{…}` counted as absent (issue 10;
+ * test/security/cookie-json-confusion.test.ts). Pairs without `=` are skipped.
+ * @param header The `Cookie` header (Node joins repeated headers with `; `), or `undefined`.
+ * @returns Name → value, on a prototype-less object (a cookie named `__proto__` is just a name).
+ */
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const jar: Record<string, string> = Object.create(null);
+  if (header === undefined) return jar;
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq === -1) continue;
+    const name = pair.slice(0, eq).trim();
+    if (name === '' || Object.hasOwn(jar, name)) continue;
+    let value = pair.slice(eq + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    jar[name] = value;
+  }
+  return jar;
+}
+
+/**
  * Checks a request's credentials.
  * @param req The request (its headers and raw headers).
- * @param cookies Parsed cookies (cookie-parser: the first occurrence of a repeated name wins, as in
- * the upstream's own cookie parser); only consulted when no API key is sent.
+ * @param cookies Parsed cookies ({@link parseCookies}); only consulted when no API key is sent.
  * @param rules Cookie names and API-key header.
  * @returns Which credential admitted the request, or the problem for the 401 message.
  */
@@ -63,16 +86,30 @@ export function checkCredentials(
   };
 }
 
+/**
+ * Who sent a request, for per-consumer bounds (route labels): the API key, else the auth cookies'
+ * values, else `undefined` (no credential: public paths, preflights). The text is a credential: hash
+ * it before keeping it, never log it.
+ * @param req The request's headers.
+ * @param rules Cookie names and API-key header.
+ */
+export function consumerOf(
+  req: Pick<IncomingMessage, 'headers'>,
+  rules: CredentialRules,
+): string | undefined {
+  const key = req.headers[rules.apiKeyHeader];
+  if (typeof key === 'string' && key.trim() !== '') return `key:${key.trim()}`;
+  const jar = parseCookies(req.headers.cookie);
+  const values = rules.cookies.map((name) => jar[name] ?? '');
+  return values.every((v) => v.trim() === '') ? undefined : `cookies:${values.join(';')}`;
+}
+
 /** Express middleware: 401 unless {@link checkCredentials} admits the request. */
 export function credentialGate(rules: CredentialRules): RequestHandler {
-  const parse = cookieParser();
   return (req, res, next) => {
     const state = stateOf(res);
     if (state.unchecked) return next();
-    const cookies = () => {
-      if (req.cookies === undefined) parse(req, res, () => {});
-      return (req.cookies ?? {}) as Record<string, unknown>;
-    };
+    const cookies = () => parseCookies(req.headers.cookie);
     const verdict = checkCredentials(req, cookies, rules);
     if (typeof verdict === 'object') throw new ShimError('credentials', verdict.problem);
     state.exchange.logFields.credential = verdict;

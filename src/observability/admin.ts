@@ -2,8 +2,8 @@
  * The admin listener (SPEC §8): `/healthz`, `/readyz`, `/metrics` on `ADMIN_PORT`, never on the front
  * door. Plain `node:http`, no Express: it must answer even when the request pipeline is wedged.
  */
-import http from 'node:http';
-import { connect } from 'node:net';
+import http, { type IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
 import type { Registry } from 'prom-client';
 import type { AdminRoute } from '../proxy/types.ts';
 
@@ -16,6 +16,8 @@ export interface AdminOptions {
   draining(): boolean;
   /** Routes plugins add (`ProxyPlugin.adminRoutes`), matched before the built-in ones. */
   routes?: readonly AdminRoute[];
+  /** Demo mode (the embedded reference backend is the upstream): `/readyz` says `"demo": true`. */
+  demo?: boolean;
 }
 
 /**
@@ -31,8 +33,8 @@ export const ADMIN_TIMEOUTS = Object.freeze({
  * Creates the admin server (not listening).
  * - `GET /healthz` → 200 `{"status":"ok"}` while the process runs (liveness: no dependency checked);
  * - `GET /readyz` → 200 `{"status":"ready"}` when the upstream is reachable and the shim is not
- *   draining; 503 `{"status":"draining"}` or `{"status":"upstream unreachable"}` otherwise.
- *   Concurrent probes share one upstream check;
+ *   draining; 503 `{"status":"draining"}` or `{"status":"upstream unreachable"}` otherwise; in demo
+ *   mode every body also carries `"demo": true`. Concurrent probes share one upstream check;
  * - `GET /metrics` → Prometheus text exposition of `registry`;
  * - `options.routes` (plugins' admin routes) on their exact method and path;
  * - `HEAD` is answered like `GET` without a body; other methods → 405; other paths → 404.
@@ -74,10 +76,11 @@ export function createAdminServer(options: AdminOptions): http.Server {
         }
         if (path === '/healthz') return json(res, 200, { status: 'ok' });
         if (path === '/readyz') {
-          if (options.draining()) return json(res, 503, { status: 'draining' });
+          const demo = options.demo ? { demo: true } : {};
+          if (options.draining()) return json(res, 503, { status: 'draining', ...demo });
           const ok = await ready();
-          if (options.draining()) return json(res, 503, { status: 'draining' });
-          return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'upstream unreachable' });
+          if (options.draining()) return json(res, 503, { status: 'draining', ...demo });
+          return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'upstream unreachable', ...demo });
         }
         if (path === '/metrics') {
           const text = await options.registry.metrics();
@@ -108,24 +111,61 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * Probes the upstream with a TCP connection (no HTTP request: the upstream's own health route may need
- * credentials, and a listening socket is what the shim needs to forward).
- * @param upstream The upstream URL; the port defaults to 80 (`http:`) or 443 (`https:`).
- * @param timeoutMs Give up after this many ms (name resolution included).
- * @returns `true` when a connection was established in time; never rejects.
+ * The upstream's health route (service document part 3: `GET /api/health` needs neither credentials
+ * nor the client-version header), relative to the path of `UPSTREAM_URL`.
  */
-export function probeUpstream(upstream: URL, timeoutMs: number): Promise<boolean> {
-  const port = Number(upstream.port || (upstream.protocol === 'https:' ? 443 : 80));
-  const host = upstream.hostname.replace(/^\[|\]$/g, '');
+export const UPSTREAM_HEALTH_PATH = '/api/health';
+
+/** Options of {@link probeUpstream}. */
+export interface ProbeOptions {
+  /** The forwarder's agent, so that the probe uses the same pool and TLS settings as the traffic. */
+  agent?: http.Agent;
+  /** Told the response headers of every answered probe (the service version is read from them). */
+  onHeaders?(headers: IncomingHttpHeaders): void;
+}
+
+/**
+ * Probes the upstream with `GET <UPSTREAM_URL path>/api/health` ({@link UPSTREAM_HEALTH_PATH}).
+ * Reachable means: any response below 500 in time (a 404 still proves a listening HTTP server the shim
+ * can forward to; a 5xx does not). The headers go to `onHeaders` whatever the status.
+ * @param upstream The upstream URL (`http:` or `https:`).
+ * @param timeoutMs Give up after this many ms (name resolution, connection and response headers).
+ * @param options Agent and header callback.
+ * @returns `true` when reachable; never rejects.
+ */
+export function probeUpstream(
+  upstream: URL,
+  timeoutMs: number,
+  options: ProbeOptions = {},
+): Promise<boolean> {
+  const target = new URL(upstream.pathname.replace(/\/+$/, '') + UPSTREAM_HEALTH_PATH, upstream);
+  const request = target.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const timer = setTimeout(() => finish(false), timeoutMs);
-    function finish(ok: boolean): void {
+    let done = false;
+    const finish = (ok: boolean) => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
-      socket.destroy();
       resolve(ok);
-    }
-    socket.once('connect', () => finish(true));
-    socket.once('error', () => finish(false));
+    };
+    const timer = setTimeout(() => {
+      req.destroy();
+      finish(false);
+    }, timeoutMs);
+    const req = request(target, {
+      method: 'GET',
+      headers: { accept: 'application/json', 'user-agent': 'compat-shim-probe' },
+      ...(options.agent && { agent: options.agent }),
+    });
+    req.once('response', (res) => {
+      try {
+        options.onHeaders?.(res.headers);
+      } finally {
+        res.resume();
+        finish((res.statusCode ?? 500) < 500);
+      }
+    });
+    req.once('error', () => finish(false));
+    req.end();
   });
 }

@@ -1,7 +1,8 @@
 /**
- * The core's Prometheus metrics (SPEC §8). Every label is bounded: route classes come from
- * {@link routeClass}, never from raw paths.
+ * The core's Prometheus metrics (SPEC §8), one set per runtime. Every label is bounded: route labels
+ * come from the instance's {@link RouteLabels}, never from raw paths.
  */
+import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 /** Kinds of upstream failure, bounded. */
@@ -14,8 +15,14 @@ export interface CoreMetrics {
   readonly requests: Counter<'route' | 'method' | 'status'>;
   /** `shim_request_duration_seconds{route}`: from request to response end, as seen by the shim. */
   readonly duration: Histogram<'route'>;
-  /** `shim_upstream_duration_seconds{route}`: from forwarding to upstream response headers. */
-  readonly upstreamDuration: Histogram<'route'>;
+  /**
+   * `shim_upstream_duration_seconds{route}`: from forwarding to upstream response headers, in seconds.
+   * The `route` passed in may be a raw shape: it is mapped to a learned label or `other` (the headers
+   * arrive before the exchange's outcome, so this never learns).
+   */
+  readonly upstreamDuration: { observe(labels: { route: string }, seconds: number): void };
+  /** The route labels learned by this instance. */
+  readonly routes: RouteLabels;
   /** `shim_upstream_errors_total{kind}`. */
   readonly upstreamErrors: Counter<'kind'>;
   /** `shim_rejections_total{reason}`: responses the shim made itself. */
@@ -34,8 +41,20 @@ export function createMetrics(withProcessMetrics = true): CoreMetrics {
   const registry = new Registry();
   if (withProcessMetrics) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  const routes = new RouteLabels();
+  const upstreamDuration = new Histogram({
+    name: 'shim_upstream_duration_seconds',
+    help: 'Time from forwarding a request to the upstream response headers, in seconds.',
+    labelNames: ['route'] as const,
+    buckets: BUCKETS,
+    registers,
+  });
   return {
     registry,
+    routes,
+    upstreamDuration: {
+      observe: (labels, seconds) => upstreamDuration.observe({ route: routes.known(labels.route) }, seconds),
+    },
     requests: new Counter({
       name: 'shim_requests_total',
       help: 'Requests handled, by route class, method and status.',
@@ -45,13 +64,6 @@ export function createMetrics(withProcessMetrics = true): CoreMetrics {
     duration: new Histogram({
       name: 'shim_request_duration_seconds',
       help: 'Time from request to the end of the response, in seconds.',
-      labelNames: ['route'] as const,
-      buckets: BUCKETS,
-      registers,
-    }),
-    upstreamDuration: new Histogram({
-      name: 'shim_upstream_duration_seconds',
-      help: 'Time from forwarding a request to the upstream response headers, in seconds.',
       labelNames: ['route'] as const,
       buckets: BUCKETS,
       registers,
@@ -88,27 +100,110 @@ export function methodLabel(method: string): string {
 /** A segment that identifies one resource (UUID, number, long hex or token) rather than a route. */
 const ID_SEGMENT =
   /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+|[0-9a-f]{16,}|[^/]{33,})$/i;
-/** At most this many distinct route classes are labelled; the rest share `other`. */
-const MAX_ROUTE_CLASSES = 200;
-const seenClasses = new Set<string>();
 
 /**
- * The bounded route class of a raw path: lower-cased, at most three segments, identifier segments
- * replaced by `:id`, no trailing slash; e.g. `/missions/5f0c…/metadata` → `/missions/:id/metadata`.
- * Only routes that exist earn a label of their own: a class is learned when `learn` is true (the
- * caller passes false for shim rejections and upstream 404s, so a scanner probing random paths cannot
- * use up the labels), and after {@link MAX_ROUTE_CLASSES} learned classes new ones are `other`.
+ * The route shape of a raw path: lower-cased, at most three segments, identifier segments replaced by
+ * `:id`, no trailing slash, e.g. `/missions/5f0c…/metadata` → `/missions/:id/metadata`. Pure. A shape is
+ * not a bounded label by itself (a client chooses its first segments): {@link RouteLabels} decides
+ * which shapes become labels.
  * @param path Raw path without query.
- * @param learn Whether an unseen class may be added.
- * @returns The class, or `other` for an unseen class that may not be learned.
  */
-export function routeClass(path: string, learn = true): string {
+export function routeShape(path: string): string {
   const segments = path.toLowerCase().split('/', 5).slice(1, 4);
   let out = '';
   for (const s of segments) if (s !== '') out += `/${ID_SEGMENT.test(s) ? ':id' : s}`;
-  const cls = out === '' ? '/' : out;
-  if (seenClasses.has(cls)) return cls;
-  if (!learn || seenClasses.size >= MAX_ROUTE_CLASSES) return 'other';
-  seenClasses.add(cls);
-  return cls;
+  return out === '' ? '/' : out;
+}
+
+/**
+ * @deprecated Use {@link routeShape}; kept for callers that still pass a second argument (ignored:
+ * learning is per runtime, {@link RouteLabels}). The result is a shape, not a label: metrics of a
+ * {@link CoreMetrics} map it through their instance's labels.
+ */
+export function routeClass(path: string, _learn?: boolean): string {
+  return routeShape(path);
+}
+
+/** Bounds of the route labels (docs/operations.md, "Route labels"). */
+export const ROUTE_LABEL_LIMITS = Object.freeze({
+  /** Distinct route classes labelled per runtime; later shapes are `other`. */
+  maxClasses: 200,
+  /**
+   * Classes one consumer (one API key, one cookie credential, or all unauthenticated requests
+   * together) may introduce. A real API has a few dozen three-segment classes; one credential that
+   * introduces more is almost certainly walking garbage paths that the upstream answers with a 2xx.
+   */
+  maxPerConsumer: 50,
+});
+
+/** How a finished exchange ended, for {@link mayLearnRoute}. */
+export interface RouteOutcome {
+  /** The response status sent to the client. */
+  status: number;
+  /** Whether the shim answered itself (a gate's rejection, an upstream failure): no upstream verdict. */
+  rejected: boolean;
+}
+
+/**
+ * Whether an exchange is evidence that its route exists: only a 2xx or 3xx the upstream sent itself.
+ * A 4xx is not (the upstream rejected the path, the query, the body or the credentials: anyone can
+ * produce one, e.g. a 400 for `/missions/<garbage>`), nor a 5xx, nor anything the shim answered.
+ */
+export function mayLearnRoute(outcome: RouteOutcome): boolean {
+  return !outcome.rejected && outcome.status >= 200 && outcome.status < 400;
+}
+
+/**
+ * The route labels of one runtime: which route shapes earn a label of their own. A shape is learned
+ * when an exchange on it ends in {@link mayLearnRoute}, while fewer than `maxClasses` are known and the
+ * exchange's consumer has introduced fewer than `maxPerConsumer`; everything else is `other`. Memory is
+ * bounded: at most `maxClasses` shapes and at most `maxClasses` consumers (only those that introduced
+ * one), each held as a 16-character digest. Learned classes are never forgotten.
+ * @example
+ * const labels = new RouteLabels();
+ * labels.label('/user/me', { status: 200, rejected: false }, 'key:…'); // '/user/me'
+ * labels.label('/x-1', { status: 400, rejected: false }, 'key:…');     // 'other'
+ */
+export class RouteLabels {
+  readonly #known = new Set<string>();
+  readonly #introduced = new Map<string, number>();
+  readonly #limits: { maxClasses: number; maxPerConsumer: number };
+
+  constructor(limits: { maxClasses: number; maxPerConsumer: number } = ROUTE_LABEL_LIMITS) {
+    this.#limits = limits;
+  }
+
+  /** How many classes are labelled. */
+  get size(): number {
+    return this.#known.size;
+  }
+
+  /** The label of a shape already learned, else `other`; never learns. */
+  known(shape: string): string {
+    return this.#known.has(shape) ? shape : 'other';
+  }
+
+  /**
+   * The label of a finished exchange, learning its shape when allowed (see the class comment).
+   * @param shape From {@link routeShape}.
+   * @param outcome Status and whether the shim answered itself.
+   * @param consumer Who sent it (e.g. from `consumerOf` in gates/credentials.ts), `undefined` for
+   *   unauthenticated requests (public paths, preflights), which share one budget. Called only for
+   *   unknown shapes, so the hot path never hashes.
+   */
+  label(shape: string, outcome: RouteOutcome, consumer: () => string | undefined): string {
+    if (this.#known.has(shape)) return shape;
+    if (!mayLearnRoute(outcome) || this.#known.size >= this.#limits.maxClasses) return 'other';
+    const who = digest(consumer() ?? '');
+    const count = this.#introduced.get(who) ?? 0;
+    if (count >= this.#limits.maxPerConsumer) return 'other';
+    this.#introduced.set(who, count + 1);
+    this.#known.add(shape);
+    return shape;
+  }
+}
+
+/** A short, fixed-size stand-in for a credential: the credential itself is never held. */
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url').slice(0, 16);
 }

@@ -60,8 +60,8 @@ function envOf(container: Obj): Record<string, string> {
 }
 
 describe('deploy/', () => {
-  it('holds a Kubernetes manifest and a compose file', () => {
-    expect(FILES).toEqual(expect.arrayContaining(['kubernetes.yaml', 'compose.yaml']));
+  it('holds the sidecar and front-door Kubernetes manifests and a compose file', () => {
+    expect(FILES).toEqual(expect.arrayContaining(['kubernetes.yaml', 'front-door.yaml', 'compose.yaml']));
   });
 
   it.each(FILES)('%s is valid YAML and sets only variables the config module reads', (file) => {
@@ -148,6 +148,101 @@ describe('deploy/kubernetes.yaml', () => {
 
   it('does not let Kubernetes inject service-link variables into the environment', () => {
     expect(pod.enableServiceLinks).toBe(false);
+  });
+});
+
+describe('deploy/front-door.yaml', () => {
+  const docs = documents('front-door.yaml');
+  const byKind = (kind: string) => docs.filter((d) => d.kind === kind);
+  const deployment = byKind('Deployment')[0] as Obj;
+  const service = byKind('Service')[0] as Obj;
+  const hpa = byKind('HorizontalPodAutoscaler')[0] as Obj;
+  const pdb = byKind('PodDisruptionBudget')[0] as Obj;
+  const spec = deployment.spec as Obj & { template: { metadata: Obj; spec: Obj } };
+  const pod = spec.template.spec;
+  const podLabels = spec.template.metadata.labels as Obj;
+  const containers = pod.containers as Obj[];
+  const shim = containers[0] as Obj;
+  const config = loadConfig(envOf(shim), PLUGINS, { requireUpstream: true });
+  const resources = shim.resources as { requests: Obj; limits: Obj };
+
+  it('holds one Deployment, Service, HorizontalPodAutoscaler and PodDisruptionBudget', () => {
+    expect(docs.map((d) => d.kind).sort()).toEqual([
+      'Deployment',
+      'HorizontalPodAutoscaler',
+      'PodDisruptionBudget',
+      'Service',
+    ]);
+  });
+
+  it('runs the shim alone, forwarding to a backend Service over the network', () => {
+    expect(containers).toHaveLength(1);
+    expect(String(shim.image)).toContain('compat-shim');
+    expect(config.upstreamUrl?.hostname).not.toMatch(/^(127\.|localhost$|\[::1\]$)/);
+    expect((shim.ports as Obj[]).find((p) => p.name === 'http')?.containerPort).toBe(config.port);
+    expect((shim.ports as Obj[]).find((p) => p.name === 'admin')?.containerPort).toBe(config.adminPort);
+  });
+
+  it('leaves the replica count to the autoscaler', () => {
+    expect(spec.replicas).toBeUndefined();
+    expect(spec.selector).toEqual({ matchLabels: podLabels });
+  });
+
+  it('scales on CPU utilization of a Deployment with CPU requests, from at least 2 replicas', () => {
+    const h = hpa.spec as Obj & { scaleTargetRef: Obj; metrics: Obj[] };
+    expect(hpa.apiVersion).toBe('autoscaling/v2');
+    expect(h.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: (deployment.metadata as Obj).name,
+    });
+    expect(h.minReplicas as number).toBeGreaterThanOrEqual(2);
+    expect(h.maxReplicas as number).toBeGreaterThan(h.minReplicas as number);
+    expect(h.metrics).toEqual([
+      {
+        type: 'Resource',
+        resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } },
+      },
+    ]);
+    // Utilization is relative to requests.cpu: without it the HPA cannot scale.
+    expect(resources.requests.cpu).toBeDefined();
+    expect(resources.limits.memory).toBeDefined();
+  });
+
+  it('keeps replicas up through voluntary disruptions', () => {
+    const p = pdb.spec as Obj;
+    expect(pdb.apiVersion).toBe('policy/v1');
+    expect(p.selector).toEqual({ matchLabels: podLabels });
+    const minReplicas = (hpa.spec as Obj).minReplicas as number;
+    if (p.maxUnavailable !== undefined) expect(p.maxUnavailable as number).toBeLessThan(minReplicas);
+    else expect(p.minAvailable as number).toBeLessThan(minReplicas); // else no node could ever drain
+    expect((spec.strategy as Obj & { rollingUpdate: Obj }).rollingUpdate.maxUnavailable).toBe(0);
+  });
+
+  it('points the Service at the shim port only', () => {
+    const ports = (service.spec as Obj).ports as Obj[];
+    expect(ports.map((p) => p.targetPort)).toEqual(['http']);
+    expect((service.spec as Obj).selector).toEqual(podLabels);
+  });
+
+  it('probes on the admin port and gives the drain time to finish before SIGKILL', () => {
+    expect((shim.readinessProbe as Obj).httpGet).toEqual({ path: '/readyz', port: 'admin' });
+    expect((shim.livenessProbe as Obj).httpGet).toEqual({ path: '/healthz', port: 'admin' });
+    const preStop = ((shim.lifecycle as Obj)?.preStop as Obj)?.exec as { command: string[] };
+    const preStopMs = Number(preStop.command[1]) * 1000;
+    expect((pod.terminationGracePeriodSeconds as number) * 1000).toBeGreaterThan(
+      preStopMs + config.shutdownTimeoutMs,
+    );
+  });
+
+  it('runs non-root, read-only, without privilege escalation or service links', () => {
+    expect((pod.securityContext as Obj).runAsNonRoot).toBe(true);
+    expect(pod.enableServiceLinks).toBe(false);
+    const sc = shim.securityContext as Obj;
+    expect(sc.runAsUser).toBe(1000);
+    expect(sc.readOnlyRootFilesystem).toBe(true);
+    expect(sc.allowPrivilegeEscalation).toBe(false);
+    expect((sc.capabilities as Obj).drop).toEqual(['ALL']);
   });
 });
 

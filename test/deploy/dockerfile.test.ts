@@ -20,24 +20,32 @@ const final = (keyword: string) => finalStage.filter((l) => l.startsWith(`${keyw
 describe('Dockerfile', () => {
   it('is multi-stage on node:24-bookworm-slim', () => {
     expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
-    expect(instructions.filter((l) => /^FROM \$\{NODE_IMAGE\}/.test(l))).toHaveLength(2);
+    const stages = instructions.filter((l) => l.startsWith('FROM '));
+    // Every stage starts from the base image or from the build stage (the reference backend's).
+    expect(stages.every((l) => /^FROM (\$\{NODE_IMAGE\}|build )/.test(l))).toBe(true);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Dockerfile syntax, not a template
+    expect(stages[0]).toBe('FROM ${NODE_IMAGE} AS build');
+    // The production image is the last stage, the default target, and has no name to pick by mistake.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Dockerfile syntax, not a template
+    expect(stages.at(-1)).toBe('FROM ${NODE_IMAGE}');
   });
 
-  it('installs production dependencies only, from the lockfile', () => {
-    expect(dockerfile).toContain('npm ci --omit=dev');
-    expect(dockerfile).toContain('test ! -e node_modules/node');
-    // The final stage copies the installed tree and the sources; it installs nothing itself.
+  it('bundles in a build stage from the lockfile', () => {
+    expect(dockerfile).toContain('npm ci ');
+    expect(dockerfile).toContain('RUN node scripts/build.ts');
+  });
+
+  it('copies the bundle alone into the final stage: no node_modules, no sources, no reference backend', () => {
     expect(final('RUN')).toEqual([]);
-    expect(final('COPY')).toEqual([
-      'COPY --from=deps /app/node_modules ./node_modules',
-      'COPY package.json ./',
-      'COPY src ./src',
-    ]);
+    expect(final('COPY')).toEqual(['COPY --from=build /app/dist/main.js ./dist/main.js']);
+    expect(finalStage.join('\n')).not.toMatch(/node_modules|reference-backend|src\//);
   });
 
-  it('runs node src/main.ts as PID 1 as the node user', () => {
+  it('runs node dist/main.js as PID 1 as the node user, without --demo and without --expose-gc', () => {
     expect(final('USER')).toEqual(['USER node']);
-    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "--expose-gc", "src/main.ts"]']);
+    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "dist/main.js"]']);
+    expect(instructions.join('\n')).not.toContain('--expose-gc');
+    expect(instructions.join('\n')).not.toContain('--demo');
   });
 
   it('exposes the default ports and checks /healthz on the admin port with fetch', () => {
@@ -56,10 +64,25 @@ describe('Dockerfile', () => {
 });
 
 describe('.dockerignore', () => {
-  it('sends only the manifest, the lockfile and src/ to the build', () => {
+  it("sends only the manifests, the lockfile, the build script, src/ and the reference backend's sources", () => {
     const lines = read('.dockerignore')
       .split('\n')
       .filter((l) => l.trim() !== '' && !l.startsWith('#'));
-    expect(lines).toEqual(['**', '!package.json', '!package-lock.json', '!src/**']);
+    expect(lines).toEqual([
+      '**',
+      '!package.json',
+      '!package-lock.json',
+      '!scripts/build.ts',
+      '!src/**',
+      '!reference-backend/package.json',
+      '!reference-backend/tsconfig.json',
+      '!reference-backend/src/**',
+    ]);
+  });
+
+  it('copies nothing of the reference backend into the production stage', () => {
+    const production = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(production).not.toMatch(/reference-backend/);
+    expect(production).toMatch(/COPY --from=build \/app\/dist\/main\.js/);
   });
 });

@@ -53,8 +53,7 @@ describe('admission matrix', () => {
   });
 
   it('answers a legacy probe of GET /user/me without credentials with 401 and the service version', async () => {
-    // First learn the version from one upstream response, as the shim would in production.
-    await send(stack.url, 'GET', '/api/health');
+    // No upstream response needed first: the runtime probed the version before listening.
     const reply = await send(stack.url, 'GET', '/user/me', { 'service-client-version': '0.59.0' });
     expect(reply.status).toBe(401);
     expect(reply.headers['service-version']).toBe('0.60.0');
@@ -62,6 +61,8 @@ describe('admission matrix', () => {
   });
 
   it('counts rejections by reason', async () => {
+    await send(stack.url, 'GET', '/user/me', {});
+    await send(stack.url, 'GET', '/user/me', { 'service-client-version': '0.59.0' });
     const text = await stack.metrics.registry.metrics();
     expect(text).toMatch(/shim_rejections_total\{reason="version"\} [1-9]/);
     expect(text).toMatch(/shim_rejections_total\{reason="credentials"\} [1-9]/);

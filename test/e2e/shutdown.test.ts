@@ -1,6 +1,7 @@
 /**
  * Graceful shutdown, end to end: `node src/main.ts` as a child process in front of a slow upstream of
- * our own, a request in flight, then SIGTERM / SIGINT (SPEC §8).
+ * our own, a request in flight, then SIGTERM / SIGINT (SPEC §8); and the start: fail closed without
+ * `UPSTREAM_URL`, demo mode with `--demo` (issue 10).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -34,8 +35,8 @@ afterEach(async () => {
 });
 
 /** Spawns the shim and resolves once it logged that it listens (or rejects with its output). */
-async function spawnShim(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, [MAIN], {
+async function spawnShim(env: Record<string, string>, args: string[] = []): Promise<Running> {
+  const child = spawn(process.execPath, [MAIN, ...args], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -83,8 +84,11 @@ async function spawnShim(env: Record<string, string>): Promise<Running> {
 }
 
 /** Runs the shim to completion (for start-up failures). */
-async function runToExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN], {
+async function runToExit(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [MAIN, ...args], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -107,6 +111,11 @@ async function startSlowUpstream(headerDelayMs = 500, chunks = 5) {
     notify = r;
   });
   const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
+    // The shim's start and readiness probes (GET /api/health) are not the test's requests.
+    if (req.url === '/api/health') {
+      res.end('{"status":"ok"}');
+      return;
+    }
     notify();
     if (req.url?.startsWith('/hang')) return;
     if (req.url?.startsWith('/big')) {
@@ -162,6 +171,16 @@ function get(port: number, path: string, agent: http.Agent): Promise<Completed> 
     });
     req.on('error', reject);
   });
+}
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function readyStatus(adminPort: number): Promise<number> {
@@ -324,12 +343,18 @@ describe('graceful shutdown', () => {
     agent.destroy();
   });
 
-  it('serves and stops the embedded reference backend when UPSTREAM_URL is unset', async () => {
-    const shim = await spawnShim({});
-    expect(shim.lines().map((l) => l.msg)).toContain(
-      'UPSTREAM_URL is unset: started the embedded reference backend',
-    );
-    expect(await readyStatus(shim.adminPort)).toBe(200);
+  it('in demo mode, starts the reference backend as a child process, says so, and stops it', async () => {
+    const shim = await spawnShim({}, ['--demo']);
+    const started = shim.lines().find((l) => String(l.msg).startsWith('demo mode:'));
+    expect(started?.msg).toContain('UPSTREAM_URL is unset, started the reference backend as a child process');
+    const pid = Number(started?.pid);
+    expect(pid).toBeGreaterThan(0);
+    expect(pid).not.toBe(shim.child.pid);
+    const listening = shim.lines().find((l) => l.msg === 'compat-shim listening');
+    expect(listening).toMatchObject({ demo: true, serviceVersion: '0.60.0' });
+    const ready = await fetch(`http://127.0.0.1:${shim.adminPort}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', demo: true });
     const res = await fetch(`http://127.0.0.1:${shim.port}/user/me`, {
       headers: { 'service-client-version': '0.59.0', 'x-api-key': 'k' },
     });
@@ -337,12 +362,52 @@ describe('graceful shutdown', () => {
     await res.arrayBuffer();
     shim.child.kill('SIGTERM');
     expect((await shim.exited).code).toBe(0);
+    // The demo backend is gone with the shim.
+    await waitFor(async () => !processExists(pid));
+  });
+
+  it('in demo mode with UPSTREAM_URL set, forwards there and is no demo', async () => {
+    const upstream = await startSlowUpstream(0, 1);
+    const shim = await spawnShim({ UPSTREAM_URL: upstream.url }, ['--demo']);
+    expect(shim.lines().some((l) => String(l.msg).startsWith('demo mode:'))).toBe(false);
+    expect(await (await fetch(`http://127.0.0.1:${shim.adminPort}/readyz`)).json()).toEqual({
+      status: 'ready',
+    });
+    shim.child.kill('SIGTERM');
+    expect((await shim.exited).code).toBe(0);
   });
 });
 
 describe('start-up failures', () => {
+  it('fails closed: without UPSTREAM_URL and without --demo, a config error and exit 1', async () => {
+    const { code, stderr } = await runToExit({ PORT: '0', ADMIN_PORT: '0' });
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^config error: UPSTREAM_URL: required/),
+    ]);
+  });
+
+  it('reports the missing UPSTREAM_URL together with the other problems', async () => {
+    const { code, stderr } = await runToExit({ PORT: 'eighty' });
+    expect(code).toBe(1);
+    const lines = stderr.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(stderr).toContain('config error: PORT');
+    expect(stderr).toContain('config error: UPSTREAM_URL');
+  });
+
+  it('rejects an unknown flag with the usage line and exit 1', async () => {
+    const { code, stderr } = await runToExit({ UPSTREAM_URL: 'http://127.0.0.1:9' }, ['--demo-mode']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('usage: node dist/main.js [--demo]');
+  });
+
   it('reports every configuration problem on its own line and exits 1', async () => {
-    const { code, stderr } = await runToExit({ PORT: 'eighty', LOG_LEVEL: 'loud' });
+    const { code, stderr } = await runToExit({
+      PORT: 'eighty',
+      LOG_LEVEL: 'loud',
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+    });
     expect(code).toBe(1);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(2);

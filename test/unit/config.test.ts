@@ -269,11 +269,51 @@ describe('parseByteSize', () => {
   });
 });
 
+describe('UPSTREAM_URL required outside demo mode (fail closed)', () => {
+  const REQUIRED = /^UPSTREAM_URL: required/;
+
+  it('is a problem when required and unset or empty', () => {
+    for (const env of [{}, { UPSTREAM_URL: '' }]) {
+      expect(() => loadConfig(env, [], { requireUpstream: true })).toThrow(ConfigError);
+      try {
+        loadConfig(env, [], { requireUpstream: true });
+      } catch (err) {
+        expect((err as ConfigError).problems).toEqual([expect.stringMatching(REQUIRED)]);
+      }
+    }
+  });
+
+  it('is reported with the other problems, once, and not on top of an invalid value', () => {
+    try {
+      loadConfig({ PORT: 'abc' }, [], { requireUpstream: true });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as ConfigError).problems).toEqual([
+        expect.stringMatching(/^PORT: /),
+        expect.stringMatching(REQUIRED),
+      ]);
+    }
+    try {
+      loadConfig({ UPSTREAM_URL: 'ftp://x' }, [], { requireUpstream: true });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as ConfigError).problems).toEqual([expect.stringMatching(/^UPSTREAM_URL: must be/)]);
+    }
+  });
+
+  it('is no problem when set, or when not required (demo mode, defaults)', () => {
+    expect(
+      loadConfig({ UPSTREAM_URL: 'http://b:3000' }, [], { requireUpstream: true }).upstreamUrl?.href,
+    ).toBe('http://b:3000/');
+    expect(loadConfig({}).upstreamUrl).toBeUndefined();
+  });
+});
+
 describe('node src/main.ts with an invalid environment', () => {
   it('exits 1 with one stderr line per problem', () => {
     const result = spawnSync(process.execPath, ['src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, PORT: 'abc', ADMIN_PORT: 'x' },
+      env: { PATH: process.env.PATH, PORT: 'abc', ADMIN_PORT: 'x', UPSTREAM_URL: 'http://127.0.0.1:9' },
       encoding: 'utf8',
       timeout: 20_000,
     });

@@ -2,14 +2,15 @@
  * The credential gate (SPEC §3 step 5): a non-empty API key, or every auth cookie present and non-empty.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import cookieParser from 'cookie-parser';
 import { describe, expect, it } from 'vitest';
 import {
   type CredentialRules,
   type CredentialVerdict,
   checkCredentials,
+  consumerOf,
   credentialGate,
   headerCount,
+  parseCookies,
 } from '../../../src/gates/credentials.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import { createExchangeState, type ExchangeState } from '../../../src/proxy/exchange.ts';
@@ -28,13 +29,9 @@ function requestOf(rawHeaders: string[]): Pick<IncomingMessage, 'headers' | 'raw
   return { headers, rawHeaders };
 }
 
-/** Parses the `Cookie` header the way the gate does (cookie-parser). */
+/** Parses the `Cookie` header the way the gate does. */
 function cookiesOf(req: Pick<IncomingMessage, 'headers'>): () => Record<string, unknown> {
-  return () => {
-    const fake = { headers: req.headers } as { headers: IncomingMessage['headers']; cookies?: unknown };
-    cookieParser()(fake as never, {} as never, () => {});
-    return (fake.cookies ?? {}) as Record<string, unknown>;
-  };
+  return () => parseCookies(req.headers.cookie as string | undefined);
 }
 
 function verdict(rawHeaders: string[], rules: CredentialRules = DEFAULT_RULES): CredentialVerdict {
@@ -71,7 +68,13 @@ describe('checkCredentials', () => {
     ['authtoken missing', ['Cookie', 'refreshtoken=r'], 'problem'],
     ['authtoken empty', ['Cookie', 'authtoken=; refreshtoken=r'], 'problem'],
     ['authtoken ""', ['Cookie', 'authtoken=""; refreshtoken=r'], 'problem'],
-    ['authtoken of spaces', ['Cookie', 'authtoken=%20%20; refreshtoken=r'], 'problem'],
+    // Values are taken as sent (RFC 6265: no percent-decoding); the upstream verifies them.
+    ['authtoken percent-encoded spaces', ['Cookie', 'authtoken=%20%20; refreshtoken=r'], 'cookies'],
+    ['authtoken of a quoted space', ['Cookie', 'authtoken=" "; refreshtoken=r'], 'problem'],
+    ['a JSON-looking authtoken (j:)', ['Cookie', 'authtoken=j:{"a":1}; refreshtoken=r'], 'cookies'],
+    ['an invalid JSON-looking authtoken (j:)', ['Cookie', 'authtoken=j:{; refreshtoken=r'], 'cookies'],
+    ['a signed-looking authtoken (s:)', ['Cookie', 'authtoken=s:abc.def; refreshtoken=r'], 'cookies'],
+    ['a malformed percent escape', ['Cookie', 'authtoken=%E0%A4%A; refreshtoken=r'], 'cookies'],
     ['cookie names in another case', ['Cookie', 'AuthToken=a; RefreshToken=r'], 'problem'],
     ['no credentials', ['Host', 'x'], 'problem'],
     ['an empty Cookie header', ['Cookie', ''], 'problem'],
@@ -160,6 +163,51 @@ describe('checkCredentials', () => {
           'Authenticate with the cookies session or a non-empty x-service-token header (missing or empty: session).',
       });
     });
+  });
+});
+
+describe('parseCookies', () => {
+  it.each<[string | undefined, Record<string, string>]>([
+    [undefined, {}],
+    ['', {}],
+    ['a=1', { a: '1' }],
+    [' a = 1 ;b=2;;c', { a: '1', b: '2' }],
+    ['a=1; a=2', { a: '1' }],
+    ['a="q v"', { a: 'q v' }],
+    ['a="', { a: '"' }],
+    ['a=x=y', { a: 'x=y' }],
+    ['a=j:{"k":[1,2]}', { a: 'j:{"k":[1,2]}' }],
+    ['a=s:v.sig', { a: 's:v.sig' }],
+    ['a=%41', { a: '%41' }],
+    ['=v; b=1', { b: '1' }],
+  ])('%j → %j', (header, jar) => {
+    expect({ ...parseCookies(header) }).toEqual(jar);
+  });
+
+  it('keeps __proto__ as a plain name and inherits nothing', () => {
+    const jar = parseCookies('__proto__=x; constructor=y');
+    expect(Object.getPrototypeOf(jar)).toBeNull();
+    expect(Object.getOwnPropertyDescriptor(jar, '__proto__')?.value).toBe('x');
+    expect(jar.toString).toBeUndefined();
+  });
+});
+
+describe('consumerOf', () => {
+  const of = (raw: string[]) => consumerOf(requestOf(raw), DEFAULT_RULES);
+
+  it('is the API key, else the auth cookies, else undefined', () => {
+    expect(of(['x-api-key', ' k '])).toBe('key:k');
+    expect(of(['x-api-key', 'k', 'Cookie', 'authtoken=a; refreshtoken=r'])).toBe('key:k');
+    expect(of(['Cookie', 'authtoken=a; refreshtoken=r; theme=x'])).toBe('cookies:a;r');
+    expect(of(['Cookie', 'theme=x'])).toBeUndefined();
+    expect(of([])).toBeUndefined();
+  });
+
+  it('tells consumers apart', () => {
+    expect(of(['x-api-key', 'a'])).not.toBe(of(['x-api-key', 'b']));
+    expect(of(['Cookie', 'authtoken=a; refreshtoken=r'])).not.toBe(
+      of(['Cookie', 'authtoken=b; refreshtoken=r']),
+    );
   });
 });
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAdminServer, probeUpstream } from '../../../src/observability/admin.ts';
+import { createAdminServer, probeUpstream, UPSTREAM_HEALTH_PATH } from '../../../src/observability/admin.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -116,6 +116,18 @@ describe('admin listener', () => {
     expect((await fetch(`${url}/healthz/extra`)).status).toBe(404);
   });
 
+  it('says demo: true on /readyz in demo mode, whatever the state', async () => {
+    const url = await listen(
+      createAdminServer({
+        registry: new Registry(),
+        upstreamReachable: async () => true,
+        draining: () => false,
+        demo: true,
+      }),
+    );
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready', demo: true });
+  });
+
   it('answers 500 when the readiness callback fails', async () => {
     const registry = new Registry();
     const url = await listen(
@@ -131,10 +143,45 @@ describe('admin listener', () => {
   });
 });
 
+/** An upstream answering every request with `status` and a service-version header; records paths. */
+function healthServer(status = 200, paths: string[] = []): http.Server {
+  return http.createServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(status, { 'service-version': '0.60.0' }).end('{}');
+  });
+}
+
 describe('probeUpstream', () => {
-  it('is true for a listening upstream', async () => {
-    const url = await listen(http.createServer());
-    expect(await probeUpstream(new URL(url), 1_000)).toBe(true);
+  it('is true for an upstream answering its health route, and hands over the headers', async () => {
+    const paths: string[] = [];
+    const url = await listen(healthServer(200, paths));
+    let version: unknown;
+    expect(
+      await probeUpstream(new URL(url), 1_000, {
+        onHeaders: (h) => {
+          version = h['service-version'];
+        },
+      }),
+    ).toBe(true);
+    expect(paths).toEqual([UPSTREAM_HEALTH_PATH]);
+    expect(version).toBe('0.60.0');
+  });
+
+  it('asks below the path of UPSTREAM_URL', async () => {
+    const paths: string[] = [];
+    const url = await listen(healthServer(200, paths));
+    expect(await probeUpstream(new URL(`${url}/base/`), 1_000)).toBe(true);
+    expect(paths).toEqual(['/base/api/health']);
+  });
+
+  it('is true for a 404 (an HTTP server is there) and false for a 5xx', async () => {
+    expect(await probeUpstream(new URL(await listen(healthServer(404))), 1_000)).toBe(true);
+    expect(await probeUpstream(new URL(await listen(healthServer(503))), 1_000)).toBe(false);
+  });
+
+  it('is false when the upstream accepts but never answers within the timeout', async () => {
+    const url = await listen(http.createServer(() => {}));
+    expect(await probeUpstream(new URL(url), 200)).toBe(false);
   });
 
   it('is false for a closed port', async () => {
@@ -157,7 +204,7 @@ describe('probeUpstream', () => {
   });
 
   it('accepts bracketed IPv6 literals', async () => {
-    const server = http.createServer();
+    const server = healthServer();
     servers.push(server);
     try {
       server.listen(0, '::1');

@@ -1,39 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics, methodLabel, routeClass } from '../../../src/observability/metrics.ts';
-
-describe('routeClass', () => {
-  it.each([
-    ['/', '/'],
-    ['', '/'],
-    ['/user/me', '/user/me'],
-    ['/missions/', '/missions'],
-    ['/Missions', '/missions'],
-    ['/missions/5f0c2a64-1b1e-4c2d-9a4b-0f0e9d8c7b6a', '/missions/:id'],
-    ['/missions/5F0C2A64-1B1E-4C2D-9A4B-0F0E9D8C7B6A/metadata', '/missions/:id/metadata'],
-    ['/projects/42/metadata-types', '/projects/:id/metadata-types'],
-    ['/files/0123456789abcdef0123', '/files/:id'],
-    ['/files/a-token-that-is-longer-than-thirty-two-chars', '/files/:id'],
-    ['/a/b/c/d/e/f', '/a/b/c'],
-    ['//missions', '/missions'],
-  ])('%s → %s', (path, cls) => {
-    expect(routeClass(path)).toBe(cls);
-  });
-
-  it('maps a thousand distinct identifiers to one class', () => {
-    const classes = new Set<string>();
-    for (let i = 0; i < 1000; i++) classes.add(routeClass(`/missions/${crypto.randomUUID()}/metadata`));
-    expect([...classes]).toEqual(['/missions/:id/metadata']);
-  });
-
-  it('reports new classes as "other" once 200 distinct classes were seen', () => {
-    const classes = new Set<string>();
-    for (let i = 0; i < 1000; i++) classes.add(routeClass(`/scan-${i.toString(36)}x`));
-    expect(classes.size).toBeLessThanOrEqual(201);
-    expect(classes.has('other')).toBe(true);
-    // Classes seen before the limit keep their name.
-    expect(routeClass('/user/me')).toBe('/user/me');
-  });
-});
+import { createMetrics, methodLabel } from '../../../src/observability/metrics.ts';
 
 describe('methodLabel', () => {
   it('keeps the standard methods and folds the rest into OTHER', () => {
@@ -79,10 +45,23 @@ describe('createMetrics', () => {
 
   it('observes both latency histograms in seconds', async () => {
     const m = createMetrics(false);
+    m.routes.label('/user/me', { status: 200, rejected: false }, () => 'key:k');
     m.duration.observe({ route: '/user/me' }, 0.003);
     m.upstreamDuration.observe({ route: '/user/me' }, 0.002);
     const text = await m.registry.metrics();
     expect(text).toContain('shim_request_duration_seconds_bucket{le="0.005",route="/user/me"} 1');
     expect(text).toContain('shim_upstream_duration_seconds_bucket{le="0.0025",route="/user/me"} 1');
+  });
+
+  it('labels the upstream histogram only with routes this instance learned', async () => {
+    const m = createMetrics(false);
+    m.upstreamDuration.observe({ route: '/never-learned' }, 0.002);
+    const text = await m.registry.metrics();
+    expect(text).toContain('shim_upstream_duration_seconds_count{route="other"} 1');
+    expect(text).not.toContain('/never-learned');
+    // Another instance's labels are its own.
+    const other = createMetrics(false);
+    other.routes.label('/learned', { status: 200, rejected: false }, () => 'key:k');
+    expect(m.routes.known('/learned')).toBe('other');
   });
 });

@@ -1,11 +1,18 @@
 /**
- * Bounded metric labels: `routeClass` and `methodLabel` (SPEC §8: bounded labels).
+ * Bounded metric labels: `routeShape`, `RouteLabels` and `methodLabel` (SPEC §8: bounded labels;
+ * issue 10: labels no client can exhaust).
  */
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it, vi } from 'vitest';
-import { methodLabel, routeClass } from '../../../src/observability/metrics.ts';
+import { describe, expect, it } from 'vitest';
+import {
+  mayLearnRoute,
+  methodLabel,
+  ROUTE_LABEL_LIMITS,
+  RouteLabels,
+  routeShape,
+} from '../../../src/observability/metrics.ts';
 
-describe('routeClass', () => {
+describe('routeShape', () => {
   it.each<[string, string]>([
     ['/', '/'],
     ['', '/'],
@@ -25,39 +32,116 @@ describe('routeClass', () => {
     ['/user/me', '/user/me'],
     ['/v2', '/v2'],
   ])('%j → %j', (path, cls) => {
-    expect(routeClass(path)).toBe(cls);
+    expect(routeShape(path)).toBe(cls);
   });
 
   it('gives a thousand distinct UUID paths one class', () => {
     const classes = new Set<string>();
-    for (let i = 0; i < 1000; i++) classes.add(routeClass(`/missions/${randomUUID()}/metadata`));
+    for (let i = 0; i < 1000; i++) classes.add(routeShape(`/missions/${randomUUID()}/metadata`));
     expect([...classes]).toEqual(['/missions/:id/metadata']);
   });
 
   it('gives a thousand distinct numeric paths one class', () => {
     const classes = new Set<string>();
-    for (let i = 0; i < 1000; i++) classes.add(routeClass(`/projects/${i * 7919}`));
+    for (let i = 0; i < 1000; i++) classes.add(routeShape(`/projects/${i * 7919}`));
     expect([...classes]).toEqual(['/projects/:id']);
-  });
-
-  it('reports at most 200 distinct classes, the rest as "other"', async () => {
-    vi.resetModules();
-    const fresh = (await import('../../../src/observability/metrics.ts')).routeClass;
-    const classes = new Set<string>();
-    for (let i = 0; i < 1000; i++)
-      classes.add(fresh(`/word${String.fromCharCode(97 + (i % 26))}${i.toString(36)}x`));
-    expect(classes.size).toBeLessThanOrEqual(201);
-    expect(classes.has('other')).toBe(true);
-    // A class seen before the cap keeps its name.
-    expect(fresh('/worda0x')).toBe('/worda0x');
   });
 });
 
-describe('routeClass learning', () => {
-  it('does not learn a class from a request that may not (rejected, upstream 404), but reports known ones', () => {
-    expect(routeClass('/never-seen-before/x', false)).toBe('other');
-    expect(routeClass('/never-seen-before/x', true)).toBe('/never-seen-before/x');
-    expect(routeClass('/never-seen-before/x', false)).toBe('/never-seen-before/x');
+describe('mayLearnRoute', () => {
+  it.each<[number, boolean, boolean]>([
+    [200, false, true],
+    [204, false, true],
+    [304, false, true],
+    [399, false, true],
+    [400, false, false], // the upstream rejected the path, query or body: anyone can produce one
+    [401, false, false],
+    [404, false, false],
+    [500, false, false],
+    [502, true, false],
+    [200, true, false], // the shim answered (never a 2xx today, but no upstream verdict either way)
+    [101, false, false],
+  ])('status %d, rejected %s → %s', (status, rejected, learn) => {
+    expect(mayLearnRoute({ status, rejected })).toBe(learn);
+  });
+});
+
+describe('RouteLabels', () => {
+  const OK = { status: 200, rejected: false };
+  const BAD = { status: 400, rejected: false };
+  const key = (k: string) => () => `key:${k}`;
+
+  it('learns a class from an upstream 2xx, not from a 4xx or a rejection', () => {
+    const labels = new RouteLabels();
+    expect(labels.label('/x', BAD, key('a'))).toBe('other');
+    expect(labels.label('/x', { status: 401, rejected: true }, key('a'))).toBe('other');
+    expect(labels.known('/x')).toBe('other');
+    expect(labels.label('/x', OK, key('a'))).toBe('/x');
+    // Once learned, every outcome reports it.
+    expect(labels.label('/x', BAD, key('b'))).toBe('/x');
+    expect(labels.known('/x')).toBe('/x');
+  });
+
+  it('lets one consumer introduce at most maxPerConsumer classes', () => {
+    const labels = new RouteLabels({ maxClasses: 100, maxPerConsumer: 3 });
+    const got = Array.from({ length: 10 }, (_, i) => labels.label(`/g${i}`, OK, key('scanner')));
+    expect(got).toEqual(['/g0', '/g1', '/g2', ...Array(7).fill('other')]);
+    // Another consumer still teaches the real routes.
+    expect(labels.label('/user/me', OK, key('app'))).toBe('/user/me');
+    expect(labels.size).toBe(4);
+  });
+
+  it('gives all unauthenticated requests one shared budget', () => {
+    const labels = new RouteLabels({ maxClasses: 100, maxPerConsumer: 2 });
+    const anon = () => undefined;
+    expect([
+      labels.label('/a', OK, anon),
+      labels.label('/b', OK, anon),
+      labels.label('/c', OK, anon),
+    ]).toEqual(['/a', '/b', 'other']);
+  });
+
+  it('labels at most maxClasses classes, the rest as other, and keeps learned ones', () => {
+    const labels = new RouteLabels({ maxClasses: 5, maxPerConsumer: 5 });
+    for (let i = 0; i < 50; i++) labels.label(`/c${i}`, OK, key(`k${i}`));
+    expect(labels.size).toBe(5);
+    expect(labels.label('/c49', OK, key('new'))).toBe('other');
+    expect(labels.label('/c0', OK, key('new'))).toBe('/c0');
+  });
+
+  it('leaves the real routes labelled after 10,000 garbage paths from one key, 2xx or 4xx', () => {
+    const labels = new RouteLabels();
+    const real = ['/user/me', '/missions', '/missions/:id', '/projects', '/files'];
+    for (const r of real.slice(0, 2)) labels.label(r, OK, key('app'));
+    for (let i = 0; i < 10_000; i++) {
+      const shape = routeShape(`/garbage-${i.toString(36)}x/${i}`);
+      labels.label(shape, i % 2 === 0 ? OK : BAD, key('scanner'));
+    }
+    for (const r of real.slice(2)) labels.label(r, OK, key('app'));
+    for (const r of real) expect(labels.known(r)).toBe(r);
+    expect(labels.size).toBe(real.length + ROUTE_LABEL_LIMITS.maxPerConsumer);
+  });
+
+  it('never asks who the consumer is for a known class or an outcome that cannot teach', () => {
+    const labels = new RouteLabels();
+    let asked = 0;
+    const who = () => {
+      asked++;
+      return 'key:a';
+    };
+    labels.label('/x', BAD, who);
+    expect(asked).toBe(0);
+    labels.label('/x', OK, who);
+    labels.label('/x', OK, who);
+    expect(asked).toBe(1);
+  });
+
+  it('keeps each instance apart (fresh state per runtime)', () => {
+    const a = new RouteLabels();
+    const b = new RouteLabels();
+    a.label('/only-a', OK, key('k'));
+    expect(a.known('/only-a')).toBe('/only-a');
+    expect(b.known('/only-a')).toBe('other');
   });
 });
 

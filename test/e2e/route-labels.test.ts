@@ -1,0 +1,114 @@
+/**
+ * Route labels no client can exhaust (issue 10 item 5): 10,000 distinct garbage paths sent with one
+ * API key — which the shim admits, as it admits any non-empty key — must leave the real routes
+ * labelled in `/metrics`, whether the upstream answers the garbage with 400 (a validating backend) or
+ * with 200 (a catch-all, e.g. a single-page app's index): here it answers half of them each way. The rules (RouteLabels in
+ * src/observability/metrics.ts, docs/operations.md "Route labels"): only an upstream 2xx/3xx teaches a
+ * class, one consumer introduces at most 50, at most 200 in all.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ROUTE_LABEL_LIMITS } from '../../src/observability/metrics.ts';
+import { type Stack, startStack } from '../helpers/stack.ts';
+
+const GARBAGE = 10_000;
+const REAL = ['/user/me', '/missions', '/missions/5f0c2a64-1b1e-4c2d-9a4b-0f0e9d8c7b6a', '/projects'];
+const REAL_LABELS = ['/user/me', '/missions', '/missions/:id', '/projects'];
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/**
+ * An upstream that knows {@link REAL} and answers every other path with 400 when it ends in an even
+ * number, else 200.
+ */
+async function startUpstream(): Promise<string> {
+  const known = new Set(REAL);
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0] as string;
+    const status =
+      known.has(path) || path === '/api/health' ? 200 : Number(path.at(-1)) % 2 === 0 ? 400 : 200;
+    res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
+  });
+  server.keepAliveTimeout = 10_000;
+  server.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** GETs every path through the shim with `key`, 16 at a time on kept-alive connections; returns the statuses. */
+async function getAll(stack: Stack, paths: readonly string[], key: string): Promise<Map<number, number>> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const statuses = new Map<number, number>();
+  const { port } = new URL(stack.url);
+  let next = 0;
+  const worker = async () => {
+    while (next < paths.length) {
+      const path = paths[next++] as string;
+      const status = await new Promise<number>((resolve, reject) => {
+        http
+          .get({
+            host: '127.0.0.1',
+            port,
+            path,
+            agent,
+            headers: { 'service-client-version': '1.2.0', 'x-api-key': key },
+          })
+          .on('response', (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          })
+          .on('error', reject);
+      });
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  agent.destroy();
+  return statuses;
+}
+
+/** Route label values of `shim_requests_total` as scraped from the runtime's admin listener. */
+async function scrapedRoutes(stack: Stack): Promise<Set<string>> {
+  const text = await (await fetch(`${stack.adminUrl}/metrics`)).text();
+  return new Set([...text.matchAll(/^shim_requests_total\{route="([^"]*)"/gm)].map((m) => m[1] as string));
+}
+
+const garbagePaths = Array.from(
+  { length: GARBAGE },
+  (_, i) => `/scan-${i.toString(36)}x/${(i * 7919).toString(36)}y/z${i}`,
+);
+
+describe('route labels against 10,000 garbage paths from one key', () => {
+  it('leave the real routes labelled, whether the upstream answers them 400 or 200', async () => {
+    const stack = await startStack({ UPSTREAM_URL: await startUpstream() });
+    closers.push(() => stack.close());
+
+    // Half the real routes are learned before the scan, half after it.
+    expect(await getAll(stack, REAL.slice(0, 2), 'app-key')).toEqual(new Map([[200, 2]]));
+    const scan = await getAll(stack, garbagePaths, 'scanner-key');
+    expect(scan).toEqual(
+      new Map([
+        [400, GARBAGE / 2],
+        [200, GARBAGE / 2],
+      ]),
+    );
+    expect(await getAll(stack, REAL.slice(2), 'app-key')).toEqual(new Map([[200, 2]]));
+
+    const routes = await scrapedRoutes(stack);
+    for (const label of REAL_LABELS) expect(routes, label).toContain(label);
+    expect(routes).toContain('other');
+    const scannerLabels = [...routes].filter((r) => r.startsWith('/scan-'));
+    // A 400 teaches nothing; a 200 teaches at most the scanner's own budget.
+    expect(scannerLabels.length).toBe(ROUTE_LABEL_LIMITS.maxPerConsumer);
+    for (const label of scannerLabels) expect(Number(label.at(-1)) % 2, label).toBe(1);
+    expect(routes.size).toBeLessThanOrEqual(REAL_LABELS.length + ROUTE_LABEL_LIMITS.maxPerConsumer + 1);
+  });
+});
