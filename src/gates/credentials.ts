@@ -3,6 +3,7 @@
  * credentials; the upstream verifies them.
  */
 import type { IncomingMessage } from 'node:http';
+import { parse as parseCookie } from 'cookie';
 import type { RequestHandler } from 'express';
 import { ShimError } from '../proxy/errors.ts';
 import { stateOf } from '../proxy/exchange.ts';
@@ -32,28 +33,19 @@ export function headerCount(rawHeaders: readonly string[], lowerName: string): n
 }
 
 /**
- * Parses a `Cookie` request header as plain RFC 6265 §4.2.1 values: `name=value` pairs separated by
- * `;`, optional whitespace trimmed, one pair of surrounding double quotes removed, the first
- * occurrence of a repeated name wins (as in the upstream's own cookie parser). Nothing else: no
- * percent-decoding, no JSON (`j:…`) and no signed (`s:…`) values, which cookie-parser's defaults read
- * as JSON or signatures, so that `authtoken=j:{…}` counted as absent (issue 10;
- * test/security/cookie-json-confusion.test.ts). Pairs without `=` are skipped.
+ * Parses a `Cookie` request header as plain RFC 6265 §4.2.1 values with the `cookie` package, the
+ * parser Express and cookie-parser use underneath (same version), so the shim reads a cookie exactly
+ * as an Express/Nest upstream does: `name=value` pairs separated by `;`, whitespace trimmed, one pair
+ * of surrounding double quotes removed, percent-decoding where valid, the first occurrence of a
+ * repeated name wins. None of cookie-parser's JSON (`j:…`) or signed (`s:…`) readings, which made
+ * `authtoken=j:{…}` count as absent: that is why the cookie-parser middleware is not used (issue 10;
+ * test/security/cookie-json-confusion.test.ts). A cookie named `__proto__` is dropped by the parser.
  * @param header The `Cookie` header (Node joins repeated headers with `; `), or `undefined`.
  * @returns Name → value, on a prototype-less object (a cookie named `__proto__` is just a name).
  */
-export function parseCookies(header: string | undefined): Record<string, string> {
-  const jar: Record<string, string> = Object.create(null);
-  if (header === undefined) return jar;
-  for (const pair of header.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq === -1) continue;
-    const name = pair.slice(0, eq).trim();
-    if (name === '' || Object.hasOwn(jar, name)) continue;
-    let value = pair.slice(eq + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
-    jar[name] = value;
-  }
-  return jar;
+export function parseCookies(header: string | undefined): Readonly<Record<string, string | undefined>> {
+  const jar: Record<string, string | undefined> = Object.create(null);
+  return header === undefined ? jar : Object.assign(jar, parseCookie(header));
 }
 
 /**
