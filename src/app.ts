@@ -14,7 +14,8 @@ import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
 import { type CoreMetrics, methodLabel, routeClass } from './observability/metrics.ts';
 import { requestLog } from './observability/request-log.ts';
-import { ShimError } from './proxy/errors.ts';
+import { createBufferBudget } from './proxy/buffer-budget.ts';
+import { REJECTION_RETRY_AFTER, type RejectionReason, ShimError } from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
@@ -22,6 +23,9 @@ import { sendError } from './proxy/respond.ts';
 import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
+
+/** Rejections after which the request body is left unread. */
+const STOPPED_READING: ReadonlySet<RejectionReason> = new Set(['buffer_budget', 'body_timeout']);
 
 /** What {@link createShim} needs besides the configuration. */
 export interface ShimDependencies {
@@ -50,17 +54,23 @@ export interface Shim {
  */
 export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
-  const context: PluginContext = { logger, registry: metrics.registry };
+  const budget = createBufferBudget(config.maxBufferedBytes);
+  const context: PluginContext = { logger, registry: metrics.registry, budget };
   const plugins: ProxyPlugin[] = [
     createAliasLayer(config.aliases, context), // the alias layer: remove at 1.0 (docs/removing-the-alias-layer.md)
   ];
+  // Responses depend on the client's version when any plugin says so: caches must key on it (RFC 9110 §12.5.5).
+  const varyHeader = plugins.some((p) => p.variesByClientVersion) ? config.clientVersionHeader : undefined;
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   const responseHeaders = (state: ExchangeState, upstream: IncomingMessage['headers'] | undefined) => {
     const out: string[] = [];
     if (upstream) serviceVersion.observe(upstream[serviceVersionHeader]);
-    else if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+    else {
+      if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+      if (varyHeader !== undefined) out.push('Vary', varyHeader);
+    }
     for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
     const outdated = outdatedClientWarning(state.exchange.clientVersion, serviceVersion.parsed);
     if (outdated) out.push('Warning', outdated);
@@ -69,9 +79,12 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const forwarder = createForwarder({
     upstream: deps.upstream,
+    ...(config.upstreamCa !== undefined && { upstreamCa: config.upstreamCa }),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     maxRewriteBody: config.maxRewriteBody,
-    maxPatchBody: config.maxPatchBody,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    budget,
+    ...(varyHeader !== undefined && { varyHeader }),
     metrics,
     logger,
     responseHeaders,
@@ -108,7 +121,15 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     if (err instanceof ShimError) {
       state.rejection = err.reason;
       metrics.rejections.inc({ reason: err.reason });
-      sendError(res, err.statusCode, err.message, responseHeaders(state, undefined), hasLargeUnreadBody(req));
+      const headers = responseHeaders(state, undefined);
+      const retryAfter = REJECTION_RETRY_AFTER[err.reason];
+      if (retryAfter !== undefined) headers.push('Retry-After', String(retryAfter));
+      // A body the shim stopped reading (budget, timeout) will not be drained: close the connection.
+      const unread = hasLargeUnreadBody(req) || (!req.complete && STOPPED_READING.has(err.reason));
+      if (STOPPED_READING.has(err.reason)) {
+        logger.warn({ path: state.exchange.path, rejection: err.reason }, err.message);
+      }
+      sendError(res, err.statusCode, err.message, headers, unread);
       return;
     }
     logger.error({ err, path: state?.exchange.path }, 'unexpected error in the request pipeline');

@@ -2,6 +2,7 @@
  * The only reader of `process.env`. Turns the environment into one typed, frozen {@link Config}
  * or reports every problem at once (SPEC §2).
  */
+import { readFileSync } from 'node:fs';
 import { parse as parseSemver, type SemVer } from 'semver';
 import { z } from 'zod';
 
@@ -46,8 +47,12 @@ export interface Config {
   aliases: AliasSettings;
   /** Largest request body buffered for a rewrite, in bytes (`MAX_REWRITE_BODY`, default 1 MiB). */
   maxRewriteBody: number;
-  /** Largest JSON response buffered for a patch, in bytes (`MAX_PATCH_BODY`, default 32 MiB). */
-  maxPatchBody: number;
+  /** Process-wide bound on bytes held for rewrites and patches (`MAX_BUFFERED_BYTES`, default 64 MiB). */
+  maxBufferedBytes: number;
+  /** A request body held for a rewrite must arrive within this many ms of the head (`BODY_TIMEOUT_MS`). */
+  bodyTimeoutMs: number;
+  /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`, read at start). */
+  upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
   /** Drain time after SIGTERM, in ms (`SHUTDOWN_TIMEOUT_MS`). */
@@ -177,7 +182,29 @@ const ENV_SCHEMA = z.object({
   ALIAS_SUNSET_AT: date,
   ALIAS_DOCS_URL: optionalStr.pipe(z.url({ error: 'must be an absolute URL' }).optional()),
   MAX_REWRITE_BODY: byteSize('1mb'),
-  MAX_PATCH_BODY: byteSize('32mb'),
+  MAX_BUFFERED_BYTES: byteSize('64mb'),
+  BODY_TIMEOUT_MS: ms(30_000),
+  UPSTREAM_CA_FILE: optionalStr.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    let text: string;
+    try {
+      text = readFileSync(v, 'utf8');
+    } catch (err) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `cannot read "${v}" (${(err as NodeJS.ErrnoException).code ?? err})`,
+      });
+      return z.NEVER;
+    }
+    if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${v}" holds no PEM certificate (-----BEGIN CERTIFICATE-----)`,
+      });
+      return z.NEVER;
+    }
+    return text;
+  }),
   UPSTREAM_TIMEOUT_MS: ms(60_000),
   SHUTDOWN_TIMEOUT_MS: ms(10_000),
   LOG_LEVEL: str('info').pipe(
@@ -238,7 +265,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.ALIAS_DOCS_URL && { docsUrl: e.ALIAS_DOCS_URL }),
     },
     maxRewriteBody: e.MAX_REWRITE_BODY,
-    maxPatchBody: e.MAX_PATCH_BODY,
+    maxBufferedBytes: e.MAX_BUFFERED_BYTES,
+    bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+    upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,

@@ -68,6 +68,7 @@ export function createAliasLayer(
 
   return {
     name: 'aliases',
+    variesByClientVersion: true,
     onRequest(exchange: Exchange): ExchangeHooks | undefined {
       const version = exchange.clientVersion;
       if (version === undefined || !wantsAliases(settings, version)) return undefined;
@@ -90,22 +91,42 @@ export function createAliasLayer(
         if (aliasesUsed.length > 0) exchange.logFields.aliases = [...used];
       };
 
-      const patch: ResponsePatch = {
-        patch(body: Buffer): PatchOutcome {
-          const outcome = patchJson(pairs, body);
-          if (outcome.kind === 'patched') {
-            exchange.logFields.aliasesAdded = outcome.insertions.length;
-            const added = new Set(outcome.insertions.map((i) => i.pair));
-            for (const pair of added)
-              metrics.uses.inc({ alias: pairs[pair]!.alias, direction: 'response', client });
-            return { kind: 'patched', body: outcome.body };
-          }
-          return outcome;
-        },
+      // TEMPORARY whole-body adapter onto the streaming seam, until the streaming patcher
+      // (createJsonPatch, src/aliases/patch-json.ts) lands: holds the body, patches at the end.
+      const patch = (): ResponsePatch => {
+        let chunks: Buffer[] = [];
+        let outcome: PatchOutcome = { kind: 'unchanged' };
+        return {
+          write(chunk) {
+            chunks.push(chunk);
+          },
+          end(emit) {
+            const body = Buffer.concat(chunks);
+            chunks = [];
+            const result = patchJson(pairs, body);
+            if (result.kind === 'patched') {
+              exchange.logFields.aliasesAdded = result.insertions.length;
+              const added = new Set(result.insertions.map((i) => i.pair));
+              for (const pair of added)
+                metrics.uses.inc({ alias: pairs[pair]!.alias, direction: 'response', client });
+              outcome = { kind: 'patched' };
+              emit(result.body);
+              return;
+            }
+            outcome = result;
+            emit(body);
+          },
+          destroy() {
+            chunks = [];
+          },
+          get outcome() {
+            return outcome;
+          },
+        };
       };
 
       const hooks: ExchangeHooks = {
-        onResponse: (_status, headers) => (isJsonMediaType(headers['content-type']) ? patch : undefined),
+        onResponse: (_status, headers) => (isJsonMediaType(headers['content-type']) ? patch() : undefined),
       };
       const route = routes.match(exchange.method, exchange.path);
       if (route !== undefined && route.query.length > 0) {

@@ -1,7 +1,8 @@
 /**
- * Decoding and re-encoding of a response body around a patch (RFC 9110 §8.4 Content-Encoding),
- * bounded against decompression bombs. Modelled on undici's `lib/interceptor/decompress.js`.
+ * Decoding and re-encoding of bodies around a rewrite or patch (RFC 9110 §8.4 Content-Encoding):
+ * whole request bodies (bounded against decompression bombs) and response bodies as streams. Modelled on undici's `lib/interceptor/decompress.js`.
  */
+import { Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
@@ -83,5 +84,106 @@ export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise
           [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
         },
       });
+  }
+}
+
+/**
+ * A streaming decoder for a response body (RFC 9110 §8.4), or `undefined` for identity.
+ * "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate: the first two
+ * bytes decide.
+ * @param coding The coding from {@link supportedCoding}.
+ * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` for invalid data.
+ */
+export function createDecoder(coding: SupportedCoding): Transform | undefined {
+  switch (coding) {
+    case 'identity':
+      return undefined;
+    case 'gzip':
+      return zlib.createGunzip();
+    case 'br':
+      return zlib.createBrotliDecompress();
+    case 'deflate':
+      return new DeflateDecoder();
+  }
+}
+
+/**
+ * A streaming encoder with the coding the body arrived in (gzip level 6; brotli quality 5 with a
+ * 256 KiB window, to keep the hot path and the per-response memory small), or `undefined` for identity.
+ */
+export function createEncoder(coding: SupportedCoding): Transform | undefined {
+  switch (coding) {
+    case 'identity':
+      return undefined;
+    case 'gzip':
+      return zlib.createGzip();
+    case 'deflate':
+      return zlib.createDeflate();
+    case 'br':
+      return zlib.createBrotliCompress({
+        params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 5,
+          [zlib.constants.BROTLI_PARAM_LGWIN]: 18,
+        },
+      });
+  }
+}
+
+/**
+ * Whether two bytes start a zlib stream (RFC 1950 §2.2: CM = 8, and CMF·256 + FLG a multiple of 31).
+ * @example looksLikeZlib(0x78, 0x9c) // → true
+ */
+export function looksLikeZlib(cmf: number, flg: number): boolean {
+  return (cmf & 0x0f) === 8 && (cmf * 256 + flg) % 31 === 0;
+}
+
+/** Inflates zlib-wrapped or raw deflate, chosen from the first two bytes; keeps the consumer's backpressure. */
+class DeflateDecoder extends Transform {
+  private inner: zlib.Inflate | zlib.InflateRaw | undefined;
+  private first: Buffer | undefined;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
+    if (this.inner === undefined) {
+      const head = this.first === undefined ? chunk : Buffer.concat([this.first, chunk]);
+      if (head.length < 2) {
+        this.first = head;
+        callback();
+        return;
+      }
+      this.first = undefined;
+      this.inner = looksLikeZlib(head[0] as number, head[1] as number)
+        ? zlib.createInflate()
+        : zlib.createInflateRaw();
+      this.inner.on('data', (d: Buffer) => {
+        if (!this.push(d)) this.inner?.pause();
+      });
+      this.inner.on('error', (err) => this.destroy(err));
+      chunk = head;
+    }
+    this.inner.write(chunk, () => callback());
+  }
+
+  override _read(size: number): void {
+    this.inner?.resume();
+    super._read(size);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    const inner = this.inner;
+    if (inner === undefined) {
+      callback(
+        this.first === undefined
+          ? null
+          : Object.assign(new Error('truncated deflate data'), { code: 'Z_DATA_ERROR' }),
+      );
+      return;
+    }
+    inner.once('end', () => callback());
+    inner.end();
+  }
+
+  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+    this.inner?.destroy();
+    callback(err);
   }
 }
