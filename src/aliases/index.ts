@@ -26,6 +26,9 @@ import { compileRoutes } from './route-match.ts';
 import { ALIAS_TABLE, type AliasRename, type AliasRow, responsePairs } from './table.ts';
 import { wantsAliases } from './version-gate.ts';
 
+/** TEMPORARY (until the streaming patcher lands): largest body the whole-body adapter holds, in bytes. */
+const TEMPORARY_MAX_HELD = 32 * 1024 * 1024;
+
 /**
  * Creates the alias layer.
  *
@@ -92,17 +95,39 @@ export function createAliasLayer(
       };
 
       // TEMPORARY whole-body adapter onto the streaming seam, until the streaming patcher
-      // (createJsonPatch, src/aliases/patch-json.ts) lands: holds the body, patches at the end.
+      // (createJsonPatch, src/aliases/patch-json.ts) lands: holds the body (at most
+      // TEMPORARY_MAX_HELD bytes, reserved from the process-wide budget), patches it at the end;
+      // beyond that it passes the body unpatched.
       const patch = (): ResponsePatch => {
         let chunks: Buffer[] = [];
+        let held = 0;
+        let passing = false;
         let outcome: PatchOutcome = { kind: 'unchanged' };
+        const release = () => {
+          context.budget.release(held);
+          held = 0;
+          chunks = [];
+        };
         return {
-          write(chunk) {
+          write(chunk, emit) {
+            if (passing) return emit(chunk);
+            if (held + chunk.length > TEMPORARY_MAX_HELD || !context.budget.tryReserve(chunk.length)) {
+              outcome = {
+                kind: 'skipped',
+                reason: held + chunk.length > TEMPORARY_MAX_HELD ? 'value_too_large' : 'budget_exhausted',
+              };
+              passing = true;
+              for (const c of chunks) emit(c);
+              release();
+              return emit(chunk);
+            }
+            held += chunk.length;
             chunks.push(chunk);
           },
           end(emit) {
+            if (passing) return;
             const body = Buffer.concat(chunks);
-            chunks = [];
+            release();
             const result = patchJson(pairs, body);
             if (result.kind === 'patched') {
               exchange.logFields.aliasesAdded = result.insertions.length;
@@ -116,9 +141,7 @@ export function createAliasLayer(
             outcome = result;
             emit(body);
           },
-          destroy() {
-            chunks = [];
-          },
+          destroy: release,
           get outcome() {
             return outcome;
           },

@@ -2,7 +2,13 @@
  * The error table and the shim's own error shape (SPEC §7).
  */
 import { describe, expect, it } from 'vitest';
-import { errorBody, REJECTION_RETRY_AFTER, REJECTION_STATUS, type RejectionReason, ShimError } from '../../../src/proxy/errors.ts';
+import {
+  errorBody,
+  REJECTION_RETRY_AFTER,
+  REJECTION_STATUS,
+  type RejectionReason,
+  ShimError,
+} from '../../../src/proxy/errors.ts';
 
 describe('errorBody', () => {
   it.each<[number, string]>([
