@@ -33,6 +33,8 @@ export interface ShimDependencies {
   metrics: CoreMetrics;
   /** The upstream to forward to (configured, or the embedded reference backend's address). */
   upstream: URL;
+  /** Tests of the core's seams only: plugins instead of the alias layer. */
+  plugins?: (context: PluginContext) => ProxyPlugin[];
 }
 
 /** The assembled front door. */
@@ -56,7 +58,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
   const budget = createBufferBudget(config.maxBufferedBytes);
   const context: PluginContext = { logger, registry: metrics.registry, budget };
-  const plugins: ProxyPlugin[] = [
+  const plugins: ProxyPlugin[] = deps.plugins?.(context) ?? [
     createAliasLayer(config.aliases, context), // the alias layer: remove at 1.0 (docs/removing-the-alias-layer.md)
   ];
   // Responses depend on the client's version when any plugin says so: caches must key on it (RFC 9110 §12.5.5).
