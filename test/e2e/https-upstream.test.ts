@@ -22,7 +22,7 @@ let caFile: string;
 let upstream: https.Server;
 let upstreamUrl: string;
 /** Per TLS connection: the server name the client sent (SNI). */
-const serverNames: Array<string | false> = [];
+const serverNames: Array<string | false | null> = [];
 let tlsConnections = 0;
 /** Per request: the Host header the upstream received. */
 const hosts: string[] = [];
