@@ -5,16 +5,30 @@ import { SemVer } from 'semver';
 import { describe, expect, it } from 'vitest';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
 import type { AliasSettings } from '../../../src/config.ts';
+import { createBufferBudget } from '../../../src/proxy/buffer-budget.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import type { Exchange, ExchangeHooks } from '../../../src/proxy/types.ts';
+import type { Exchange, ExchangeHooks, ResponsePatch } from '../../../src/proxy/types.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 const req = {} as IncomingMessage;
 
+/** Runs a streaming patch over a whole body (one chunk) and returns its outcome with the bytes it emitted. */
+function runPatch(patch: ResponsePatch, body: string) {
+  const out: Buffer[] = [];
+  const emit = (b: Buffer) => out.push(b);
+  patch.write(Buffer.from(body), emit);
+  patch.end(emit);
+  return { ...patch.outcome, body: Buffer.concat(out).toString() };
+}
+
 function setup(overrides: Partial<AliasSettings> = {}) {
   const registry = new Registry();
   const settings: AliasSettings = { enabled: true, sunsetVersion: new SemVer('1.0.0'), ...overrides };
-  const plugin = createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry });
+  const plugin = createAliasLayer(settings, {
+    logger: pino({ level: 'silent' }),
+    registry,
+    budget: createBufferBudget(64 * 1024 * 1024),
+  });
   const exchangeOf = (
     method: string,
     target: string,
@@ -181,7 +195,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
     const registry = new Registry();
     const plugin = createAliasLayer(
       { enabled: true, sunsetVersion: new SemVer('1.0.0') },
-      { logger: pino({ level: 'silent' }), registry },
+      { logger: pino({ level: 'silent' }), registry, budget: createBufferBudget(64 * 1024 * 1024) },
       table,
     );
     const exchange = setup().exchangeOf('POST', '/many', JSON_TYPE);
@@ -221,16 +235,13 @@ describe('createAliasLayer — response patches', () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/missions', {}, '0.59.3');
     const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
-    const outcome = patch.patch(
-      Buffer.from(
-        '{"data":[{"metadata":[1]},{"metadata":[2],"project":{"requiredMetadataTypes":[]}}],"count":2}',
-      ),
+    const outcome = runPatch(
+      patch,
+      '{"data":[{"metadata":[1]},{"metadata":[2],"project":{"requiredMetadataTypes":[]}}],"count":2}',
     );
     expect(outcome).toEqual({
       kind: 'patched',
-      body: Buffer.from(
-        '{"data":[{"metadata":[1],"tags":[1]},{"metadata":[2],"tags":[2],"project":{"requiredMetadataTypes":[],"requiredTags":[]}}],"count":2}',
-      ),
+      body: '{"data":[{"metadata":[1],"tags":[1]},{"metadata":[2],"tags":[2],"project":{"requiredMetadataTypes":[],"requiredTags":[]}}],"count":2}',
     });
     expect(exchange.logFields).toEqual({ aliasesAdded: 3 });
     expect(exchange.responseHeaders).toEqual([]);
@@ -240,9 +251,16 @@ describe('createAliasLayer — response patches', () => {
   it('passes unchanged and skipped outcomes through', async () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/missions');
-    const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
-    expect(patch.patch(Buffer.from('{"a":1}'))).toEqual({ kind: 'unchanged' });
-    expect(patch.patch(Buffer.from('{"metadata":'))).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    expect(runPatch(hooks.onResponse!(200, JSON_TYPE)!, '{"a":1}')).toEqual({
+      kind: 'unchanged',
+      body: '{"a":1}',
+    });
+    expect(runPatch(hooks.onResponse!(200, JSON_TYPE)!, '{"metadata":')).toEqual({
+      kind: 'skipped',
+      reason: 'invalid_json',
+      body: '{"metadata":',
+    });
     expect(exchange.logFields).toEqual({});
     expect(await uses()).toEqual([]);
   });
@@ -257,6 +275,12 @@ describe('createAliasLayer — metrics', () => {
   it('refuses to register twice on one registry', () => {
     const { registry } = setup();
     const settings = { enabled: true, sunsetVersion: new SemVer('1.0.0') };
-    expect(() => createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry })).toThrow();
+    expect(() =>
+      createAliasLayer(settings, {
+        logger: pino({ level: 'silent' }),
+        registry,
+        budget: createBufferBudget(64 * 1024 * 1024),
+      }),
+    ).toThrow();
   });
 });
