@@ -130,7 +130,7 @@ function pick(i: number): Kind {
 
 /** Spawns the shim and resolves with its front-door port once it listens. */
 function spawnShim(upstream: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--expose-gc', MAIN], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=1', MAIN], {
     // Production log level: one line per request, read and discarded here (part of the cost measured).
     env: {
       ...process.env,
