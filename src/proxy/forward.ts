@@ -272,7 +272,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const stages: Array<NodeJS.ReadableStream | NodeJS.WritableStream> = [upstreamRes];
     const decoder = createDecoder(coding);
     if (decoder) stages.push(decoder);
-    stages.push(new PatchStream(patch));
+    stages.push(
+      new PatchStream(patch, (outcome) => {
+        if (outcome.kind === 'skipped') skip(state, outcome.reason);
+      }),
+    );
     const encoder = createEncoder(coding);
     if (encoder) stages.push(encoder);
     const sink = new ClientSink(res, () =>
@@ -283,11 +287,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     });
     stages.push(sink);
     pipeline(stages, (err) => {
-      if (!err) {
-        const outcome = patch.outcome;
-        if (outcome.kind === 'skipped') skip(state, outcome.reason);
-        return;
-      }
+      if (!err) return;
       patch.destroy();
       if (res.destroyed && !res.writableFinished) return; // the client went away: nothing to say
       // The upstream failed (or sent a body its coding cannot decode): 502/504 while the client has

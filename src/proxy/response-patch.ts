@@ -62,13 +62,20 @@ export function combinedOutcome(outcomes: readonly PatchOutcome[]): PatchOutcome
  */
 export class PatchStream extends Transform {
   readonly patch: ResponsePatch;
+  private readonly onEnd: ((outcome: PatchOutcome) => void) | undefined;
   private readonly out = (bytes: Buffer): void => {
     if (bytes.length > 0) this.push(bytes);
   };
 
-  constructor(patch: ResponsePatch) {
+  /**
+   * @param patch The (chained) patch of this response.
+   * @param onEnd Told the final outcome when the body ended, before the last bytes go out (so that the
+   *   request log line, written when the response finishes, already knows it).
+   */
+  constructor(patch: ResponsePatch, onEnd?: (outcome: PatchOutcome) => void) {
     super();
     this.patch = patch;
+    this.onEnd = onEnd;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
@@ -78,6 +85,7 @@ export class PatchStream extends Transform {
 
   override _flush(callback: TransformCallback): void {
     this.patch.end(this.out);
+    this.onEnd?.(this.patch.outcome);
     callback();
   }
 

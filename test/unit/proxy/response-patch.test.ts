@@ -112,3 +112,25 @@ describe('PatchStream', () => {
     expect(patch.destroyed).toBe(1);
   });
 });
+
+describe('PatchStream outcome', () => {
+  it('reports the final outcome before the next stage ends (so before the response finishes)', async () => {
+    const events: string[] = [];
+    await pipeline(
+      Readable.from([Buffer.from('abc')]),
+      new PatchStream(upperCasing(), (outcome) => events.push(`outcome ${outcome.kind}`)),
+      new Writable({
+        write(chunk: Buffer, _e, cb) {
+          events.push(`bytes ${chunk.toString()}`);
+          cb();
+        },
+        final(cb) {
+          events.push('final');
+          cb();
+        },
+      }),
+    );
+    expect(events.indexOf('outcome patched')).toBeGreaterThan(-1);
+    expect(events.indexOf('outcome patched')).toBeLessThan(events.indexOf('final'));
+  });
+});
