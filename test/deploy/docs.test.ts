@@ -55,6 +55,7 @@ describe('docs/configuration.md', () => {
     const implicit = loadConfig({}) as unknown as Record<string, unknown>;
     const unsetFields: Record<string, unknown> = {
       UPSTREAM_URL: implicit.upstreamUrl,
+      UPSTREAM_CA_FILE: implicit.upstreamCa,
       SERVICE_VERSION: implicit.serviceVersion,
       MIN_CLIENT_VERSION: implicit.minClientVersion,
       ALIAS_DEPRECATED_AT: (implicit.aliases as Record<string, unknown>).deprecatedAt,
