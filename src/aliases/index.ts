@@ -71,7 +71,7 @@ export function createAliasLayer(
 
   return {
     name: 'aliases',
-    variesByClientVersion: true,
+    variesByClientVersion: settings.enabled, // responses depend on the client version only while the layer is on
     onRequest(exchange: Exchange): ExchangeHooks | undefined {
       const version = exchange.clientVersion;
       if (version === undefined || !wantsAliases(settings, version)) return undefined;
