@@ -102,6 +102,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     replayable: boolean,
     release: () => void,
   ): void => {
+    // The client may have gone while the gates ran or the body was read: its 'close' has passed.
+    if (res.destroyed || req.socket.destroyed) {
+      release();
+      return;
+    }
     let attempt = 0;
     let clientGone = false;
     let current: ClientRequest | undefined;
