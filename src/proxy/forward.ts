@@ -1,7 +1,7 @@
 /**
  * Forwarding to the upstream (SPEC §4): the wiring of the single-concern modules beside it, on a
  * direct `http.request` with a keep-alive pool — no proxy library on the hot path
- * (docs/reliability.md, "Why no proxy library").
+ * (docs/reliability.md, "The data plane: no proxy library, every buffer bounded").
  *
  *   outgoing-request.ts   headers and framing of the upstream request (smuggling defences)
  *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite
