@@ -90,20 +90,23 @@ export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise
 /**
  * A streaming decoder for a response body (RFC 9110 §8.4), or `undefined` for identity.
  * "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate: the first two
- * bytes decide.
+ * bytes decide. An empty body decodes to an empty body (zlib alone calls that an error).
  * @param coding The coding from {@link supportedCoding}.
- * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` for invalid data.
+ * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` (zlib's `Z_*` or
+ *   brotli's `ERR__*` code) for invalid data.
  */
 export function createDecoder(coding: SupportedCoding): Transform | undefined {
   switch (coding) {
     case 'identity':
       return undefined;
     case 'gzip':
-      return zlib.createGunzip();
+      return new LazyDecoder(() => zlib.createGunzip());
     case 'br':
-      return zlib.createBrotliDecompress();
+      return new LazyDecoder(() => zlib.createBrotliDecompress());
     case 'deflate':
-      return new DeflateDecoder();
+      return new LazyDecoder((cmf, flg) =>
+        looksLikeZlib(cmf, flg) ? zlib.createInflate() : zlib.createInflateRaw(),
+      );
   }
 }
 
@@ -137,10 +140,19 @@ export function looksLikeZlib(cmf: number, flg: number): boolean {
   return (cmf & 0x0f) === 8 && (cmf * 256 + flg) % 31 === 0;
 }
 
-/** Inflates zlib-wrapped or raw deflate, chosen from the first two bytes; keeps the consumer's backpressure. */
-class DeflateDecoder extends Transform {
-  private inner: zlib.Inflate | zlib.InflateRaw | undefined;
+/**
+ * A zlib decoder created from the body's first two bytes (or never, for an empty body); keeps the
+ * consumer's backpressure (the inner stream pauses while this one's buffer is full).
+ */
+class LazyDecoder extends Transform {
+  private inner: Transform | undefined;
   private first: Buffer | undefined;
+  private readonly create: (b0: number, b1: number) => Transform;
+
+  constructor(create: (b0: number, b1: number) => Transform) {
+    super();
+    this.create = create;
+  }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
     if (this.inner === undefined) {
@@ -151,9 +163,7 @@ class DeflateDecoder extends Transform {
         return;
       }
       this.first = undefined;
-      this.inner = looksLikeZlib(head[0] as number, head[1] as number)
-        ? zlib.createInflate()
-        : zlib.createInflateRaw();
+      this.inner = this.create(head[0] as number, head[1] as number);
       this.inner.on('data', (d: Buffer) => {
         if (!this.push(d)) this.inner?.pause();
       });
@@ -174,7 +184,7 @@ class DeflateDecoder extends Transform {
       callback(
         this.first === undefined
           ? null
-          : Object.assign(new Error('truncated deflate data'), { code: 'Z_DATA_ERROR' }),
+          : Object.assign(new Error('truncated compressed data'), { code: 'Z_DATA_ERROR' }),
       );
       return;
     }

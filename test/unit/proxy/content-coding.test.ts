@@ -182,3 +182,31 @@ describe('streaming decoders and encoders', () => {
     [0x7b, 0x22, false], // '{"' — raw deflate or plain text
   ])('looksLikeZlib(%i, %i) → %s', (a, b, expected) => expect(looksLikeZlib(a, b)).toBe(expected));
 });
+
+describe('streaming decoders on an empty body', () => {
+  it.each(['gzip', 'deflate', 'br'] as const)(
+    '%s: an empty body decodes to nothing, without an error',
+    async (coding) => {
+      const decoder = createDecoder(coding)!;
+      const out: Buffer[] = [];
+      decoder.on('data', (d: Buffer) => out.push(d));
+      const result = await new Promise<string>((resolve) => {
+        decoder.on('end', () => resolve('end'));
+        decoder.on('error', (err) => resolve(`error ${(err as NodeJS.ErrnoException).code}`));
+        decoder.end();
+      });
+      expect(result).toBe('end');
+      expect(Buffer.concat(out)).toHaveLength(0);
+    },
+  );
+
+  it('gzip: a single byte is truncated data, an error', async () => {
+    const decoder = createDecoder('gzip')!;
+    decoder.resume();
+    const err = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      decoder.on('error', resolve);
+      decoder.end(Buffer.from([0x1f]));
+    });
+    expect(err.code).toBe('Z_DATA_ERROR');
+  });
+});
