@@ -149,7 +149,13 @@ export function createAliasLayer(
       };
 
       const hooks: ExchangeHooks = {
-        onResponse: (_status, headers) => (isJsonMediaType(headers['content-type']) ? patch() : undefined),
+        // JSON responses; and a HEAD or 304 without a content type (a 304 usually has none), so that it
+        // carries the validator and length promise of the patched GET (CONTRACT, issue 10 item 3).
+        onResponse: (status, headers) =>
+          isJsonMediaType(headers['content-type']) ||
+          ((status === 304 || exchange.method === 'HEAD') && headers['content-type'] === undefined)
+            ? patch()
+            : undefined,
       };
       const route = routes.match(exchange.method, exchange.path);
       if (route !== undefined && route.query.length > 0) {

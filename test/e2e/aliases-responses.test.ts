@@ -209,6 +209,9 @@ describe('patched responses are the backend’s bytes plus the aliases (referenc
     });
     expect(again.status).toBe(304);
     expect(again.body.length).toBe(0);
+    // The 304 carries the validator the 200 carried (RFC 9110 §15.4.5): the weak one.
+    expect(first.headers.etag).toMatch(/^W\//);
+    expect(again.headers.etag).toBe(first.headers.etag);
   });
 
   it('a created entity (201) and an error body pass through the same patch', async () => {
@@ -242,10 +245,14 @@ describe('patched responses are the backend’s bytes plus the aliases (referenc
     expect(shim.headers.etag).toBe(`W/${direct.headers.etag}`);
   });
 
-  it('HEAD gets the backend’s headers, no body', async () => {
+  it('HEAD gets the headers the patched GET carries (no Content-Length, weak ETag), no body', async () => {
     const head = await send(stack.url, 'HEAD', `/missions/${MISSION}`, LEGACY);
+    const get = await send(stack.url, 'GET', `/missions/${MISSION}`, LEGACY);
     expect(head.status).toBe(200);
     expect(head.body.length).toBe(0);
+    expect(head.headers['content-length']).toBeUndefined();
+    expect(head.headers.etag).toBe(get.headers.etag);
+    expect(head.headers.vary).toBe(get.headers.vary);
   });
 });
 
