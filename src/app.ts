@@ -14,7 +14,8 @@ import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
 import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
 import { requestLog } from './observability/request-log.ts';
-import { ShimError } from './proxy/errors.ts';
+import { createBufferBudget } from './proxy/buffer-budget.ts';
+import { REJECTION_RETRY_AFTER, type RejectionReason, ShimError } from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
@@ -31,12 +32,17 @@ export const PLUGINS: readonly PluginDefinition[] = [
   aliasPlugin, // the alias layer: remove at 1.0 (docs/removing-the-alias-layer.md)
 ];
 
+/** Rejections after which the request body is left unread. */
+const STOPPED_READING: ReadonlySet<RejectionReason> = new Set(['buffer_budget', 'body_timeout']);
+
 /** What {@link createShim} needs besides the configuration. */
 export interface ShimDependencies {
   logger: Logger;
   metrics: CoreMetrics;
   /** The upstream to forward to (configured, or the embedded reference backend's address). */
   upstream: URL;
+  /** Tests of the core's seams only: plugins instead of the alias layer. */
+  plugins?: (context: PluginContext) => ProxyPlugin[];
 }
 
 /** The assembled front door. */
@@ -61,24 +67,33 @@ export interface Shim {
  */
 export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
+  const budget = createBufferBudget(config.maxBufferedBytes);
   const context: PluginContext = {
     logger,
     registry: metrics.registry,
+    budget,
     credentials: { apiKeyHeader: config.apiKeyHeader, cookies: config.authCookies },
   };
-  const plugins: ProxyPlugin[] = PLUGINS.map((definition) => {
-    if (!(definition.name in config.plugins)) {
-      throw new Error(`plugin ${definition.name} is not configured: load the configuration with PLUGINS`);
-    }
-    return definition.create(config.plugins[definition.name], context);
-  });
+  const plugins: ProxyPlugin[] =
+    deps.plugins?.(context) ??
+    PLUGINS.map((definition) => {
+      if (!(definition.name in config.plugins)) {
+        throw new Error(`plugin ${definition.name} is not configured: load the configuration with PLUGINS`);
+      }
+      return definition.create(config.plugins[definition.name], context);
+    });
+  // Responses depend on the client's version when any plugin says so: caches must key on it (RFC 9110 §12.5.5).
+  const varyHeader = plugins.some((p) => p.variesByClientVersion) ? config.clientVersionHeader : undefined;
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   const responseHeaders = (state: ExchangeState, upstream: IncomingMessage['headers'] | undefined) => {
     const out: string[] = [];
     if (upstream) serviceVersion.observe(upstream[serviceVersionHeader]);
-    else if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+    else {
+      if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+      if (varyHeader !== undefined) out.push('Vary', varyHeader);
+    }
     for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
     const outdated = outdatedClientWarning(state.exchange.clientVersion, serviceVersion.parsed);
     if (outdated) out.push('Warning', outdated);
@@ -87,9 +102,12 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const forwarder = createForwarder({
     upstream: deps.upstream,
+    ...(config.upstreamCa !== undefined && { upstreamCa: config.upstreamCa }),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     maxRewriteBody: config.maxRewriteBody,
-    maxPatchBody: config.maxPatchBody,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    budget,
+    ...(varyHeader !== undefined && { varyHeader }),
     metrics,
     logger,
     responseHeaders,
@@ -132,7 +150,15 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     if (err instanceof ShimError) {
       state.rejection = err.reason;
       metrics.rejections.inc({ reason: err.reason });
-      sendError(res, err.statusCode, err.message, responseHeaders(state, undefined), hasLargeUnreadBody(req));
+      const headers = responseHeaders(state, undefined);
+      const retryAfter = REJECTION_RETRY_AFTER[err.reason];
+      if (retryAfter !== undefined) headers.push('Retry-After', String(retryAfter));
+      // A body the shim stopped reading (budget, timeout) will not be drained: close the connection.
+      const unread = hasLargeUnreadBody(req) || (!req.complete && STOPPED_READING.has(err.reason));
+      if (STOPPED_READING.has(err.reason)) {
+        logger.warn({ path: state.exchange.path, rejection: err.reason }, err.message);
+      }
+      sendError(res, err.statusCode, err.message, headers, unread);
       return;
     }
     logger.error({ err, path: state?.exchange.path }, 'unexpected error in the request pipeline');

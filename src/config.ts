@@ -9,6 +9,7 @@
  * variable of a retired plugin still set in the environment is named in a start-up warning
  * ({@link unknownVariableWarnings}).
  */
+import { readFileSync } from 'node:fs';
 import { parse as parseSemver, type SemVer } from 'semver';
 import { z } from 'zod';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
@@ -49,8 +50,12 @@ export interface Config {
   warnings: readonly string[];
   /** Largest request body buffered for a rewrite, in bytes (`MAX_REWRITE_BODY`, default 1 MiB). */
   maxRewriteBody: number;
-  /** Largest JSON response buffered for a patch, in bytes (`MAX_PATCH_BODY`, default 32 MiB). */
-  maxPatchBody: number;
+  /** Process-wide bound on bytes held for rewrites and patches (`MAX_BUFFERED_BYTES`, default 64 MiB). */
+  maxBufferedBytes: number;
+  /** A request body held for a rewrite must arrive within this many ms of the head (`BODY_TIMEOUT_MS`). */
+  bodyTimeoutMs: number;
+  /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`, read at start). */
+  upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
   /** Drain time after SIGTERM, in ms (`SHUTDOWN_TIMEOUT_MS`). */
@@ -332,17 +337,48 @@ export const CORE_VARIABLES = {
     meaning:
       "Largest request body the shim buffers for a plugin's rewrite; larger → 413. Sizes: a number of bytes or `b`, `kb`, `mb`, `gb` (powers of 1024).",
   },
-  MAX_PATCH_BODY: {
-    schema: parsers.byteSize('32mb'),
-    default: '32mb',
+  MAX_BUFFERED_BYTES: {
+    schema: parsers.byteSize('64mb'),
+    default: '64mb',
     meaning:
-      'Largest JSON response (decoded) the shim buffers for a plugin\'s patch; larger responses pass unpatched, with a warning log and `shim_response_patches_skipped_total{reason="too_large"}`.',
+      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite (a declared `Content-Length` is reserved whole before the first byte is read, a chunked body as it arrives, released once forwarded or abandoned) and values the response patcher holds to copy. A request that would exceed it gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
+  },
+  BODY_TIMEOUT_MS: {
+    schema: parsers.ms(30_000),
+    default: '30000',
+    meaning:
+      'A request body the shim holds for a rewrite must have arrived within this many ms of the request head; otherwise 408 (`shim_rejections_total{reason="body_timeout"}`) and the connection closes. Bodies that are streamed, not rewritten, are bounded by the server\'s request timeout instead ([operations](operations.md)).',
+  },
+  UPSTREAM_CA_FILE: {
+    schema: parsers.optionalStr.transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      let text: string;
+      try {
+        text = readFileSync(v, 'utf8');
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `cannot read "${v}" (${(err as NodeJS.ErrnoException).code ?? err})`,
+        });
+        return z.NEVER;
+      }
+      if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${v}" holds no PEM certificate (-----BEGIN CERTIFICATE-----)`,
+        });
+        return z.NEVER;
+      }
+      return text;
+    }),
+    meaning:
+      'For an `https:` upstream: a PEM file of CA certificates trusted in addition to Node\'s root store (a private CA). Read once at start; unreadable or without a certificate → config error. TLS verification is always on; the server name (SNI) is the `UPSTREAM_URL` host, never the client\'s `Host`. An upstream whose certificate does not verify → 502 (`shim_upstream_errors_total{kind="refused"}`).',
   },
   UPSTREAM_TIMEOUT_MS: {
     schema: parsers.ms(60_000),
     default: '60000',
     meaning:
-      'No upstream response headers within this many ms after the request was sent, or an upstream socket idle that long → 504.',
+      'No upstream response headers within this many ms after the request was sent → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504; **after the headers, the client connection is aborted, not answered with 504** (a status was already sent; a cut body must never look complete). One exception: on a patched response whose first byte has not reached the client yet, the shim can still answer 504.',
   },
   SHUTDOWN_TIMEOUT_MS: {
     schema: parsers.ms(10_000),
@@ -477,7 +513,9 @@ export function loadConfig(
     plugins: pluginSettings,
     warnings: unknownVariableWarnings(env, names),
     maxRewriteBody: e.MAX_REWRITE_BODY,
-    maxPatchBody: e.MAX_PATCH_BODY,
+    maxBufferedBytes: e.MAX_BUFFERED_BYTES,
+    bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+    upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,

@@ -1,7 +1,8 @@
 /**
- * Decoding and re-encoding of a response body around a patch (RFC 9110 §8.4 Content-Encoding),
- * bounded against decompression bombs. Modelled on undici's `lib/interceptor/decompress.js`.
+ * Decoding and re-encoding of bodies around a rewrite or patch (RFC 9110 §8.4 Content-Encoding):
+ * whole request bodies (bounded against decompression bombs) and response bodies as streams. Modelled on undici's `lib/interceptor/decompress.js`.
  */
+import { Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
@@ -83,5 +84,116 @@ export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise
           [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
         },
       });
+  }
+}
+
+/**
+ * A streaming decoder for a response body (RFC 9110 §8.4), or `undefined` for identity.
+ * "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate: the first two
+ * bytes decide. An empty body decodes to an empty body (zlib alone calls that an error).
+ * @param coding The coding from {@link supportedCoding}.
+ * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` (zlib's `Z_*` or
+ *   brotli's `ERR__*` code) for invalid data.
+ */
+export function createDecoder(coding: SupportedCoding): Transform | undefined {
+  switch (coding) {
+    case 'identity':
+      return undefined;
+    case 'gzip':
+      return new LazyDecoder(() => zlib.createGunzip());
+    case 'br':
+      return new LazyDecoder(() => zlib.createBrotliDecompress());
+    case 'deflate':
+      return new LazyDecoder((cmf, flg) =>
+        looksLikeZlib(cmf, flg) ? zlib.createInflate() : zlib.createInflateRaw(),
+      );
+  }
+}
+
+/**
+ * A streaming encoder with the coding the body arrived in (gzip level 6; brotli quality 5 with a
+ * 256 KiB window, to keep the hot path and the per-response memory small), or `undefined` for identity.
+ */
+export function createEncoder(coding: SupportedCoding): Transform | undefined {
+  switch (coding) {
+    case 'identity':
+      return undefined;
+    case 'gzip':
+      return zlib.createGzip();
+    case 'deflate':
+      return zlib.createDeflate();
+    case 'br':
+      return zlib.createBrotliCompress({
+        params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 5,
+          [zlib.constants.BROTLI_PARAM_LGWIN]: 18,
+        },
+      });
+  }
+}
+
+/**
+ * Whether two bytes start a zlib stream (RFC 1950 §2.2: CM = 8, and CMF·256 + FLG a multiple of 31).
+ * @example looksLikeZlib(0x78, 0x9c) // → true
+ */
+export function looksLikeZlib(cmf: number, flg: number): boolean {
+  return (cmf & 0x0f) === 8 && (cmf * 256 + flg) % 31 === 0;
+}
+
+/**
+ * A zlib decoder created from the body's first two bytes (or never, for an empty body); keeps the
+ * consumer's backpressure (the inner stream pauses while this one's buffer is full).
+ */
+class LazyDecoder extends Transform {
+  private inner: Transform | undefined;
+  private first: Buffer | undefined;
+  private readonly create: (b0: number, b1: number) => Transform;
+
+  constructor(create: (b0: number, b1: number) => Transform) {
+    super();
+    this.create = create;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
+    if (this.inner === undefined) {
+      const head = this.first === undefined ? chunk : Buffer.concat([this.first, chunk]);
+      if (head.length < 2) {
+        this.first = head;
+        callback();
+        return;
+      }
+      this.first = undefined;
+      this.inner = this.create(head[0] as number, head[1] as number);
+      this.inner.on('data', (d: Buffer) => {
+        if (!this.push(d)) this.inner?.pause();
+      });
+      this.inner.on('error', (err) => this.destroy(err));
+      chunk = head;
+    }
+    this.inner.write(chunk, () => callback());
+  }
+
+  override _read(size: number): void {
+    this.inner?.resume();
+    super._read(size);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    const inner = this.inner;
+    if (inner === undefined) {
+      callback(
+        this.first === undefined
+          ? null
+          : Object.assign(new Error('truncated compressed data'), { code: 'Z_DATA_ERROR' }),
+      );
+      return;
+    }
+    inner.once('end', () => callback());
+    inner.end();
+  }
+
+  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+    this.inner?.destroy();
+    callback(err);
   }
 }

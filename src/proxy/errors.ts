@@ -14,6 +14,8 @@ export type RejectionReason =
   | 'size'
   | 'body'
   | 'encoding'
+  | 'buffer_budget'
+  | 'body_timeout'
   | 'upstream_refused'
   | 'upstream_reset'
   | 'upstream_invalid'
@@ -28,10 +30,20 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
   size: 413,
   body: 400,
   encoding: 415,
+  buffer_budget: 503,
+  body_timeout: 408,
   upstream_refused: 502,
   upstream_reset: 502,
   upstream_invalid: 502,
   upstream_timeout: 504,
+});
+
+/**
+ * `Retry-After` seconds per rejection reason that a client may simply retry later (RFC 9110 §10.2.3):
+ * the process-wide buffer budget frees up as other requests finish.
+ */
+export const REJECTION_RETRY_AFTER: Readonly<Partial<Record<RejectionReason, number>>> = Object.freeze({
+  buffer_budget: 1,
 });
 
 /**

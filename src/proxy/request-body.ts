@@ -1,8 +1,12 @@
 /**
- * Bounded buffering of a request body for a rewrite (SPEC §4, §5: `MAX_REWRITE_BODY` → 413).
+ * The request-body seam: bounded buffering of a request body for a rewrite, and the rewrite itself
+ * (SPEC §4, §5: `MAX_REWRITE_BODY` → 413; SPEC §2: `MAX_BUFFERED_BYTES` → 503, `BODY_TIMEOUT_MS` → 408).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Reservation } from './buffer-budget.ts';
+import { DecodedTooLargeError, decodeBody, encodeBody, supportedCoding } from './content-coding.ts';
 import { ShimError } from './errors.ts';
+import type { ExchangeHooks } from './types.ts';
 
 /** The client went away while the body was being read; nothing is sent back. */
 export class ClientAbortedError extends Error {
@@ -12,36 +16,74 @@ export class ClientAbortedError extends Error {
   }
 }
 
+/** Options of {@link readBoundedBody} beyond the size limit. */
+export interface BodyReadOptions {
+  /**
+   * The exchange's share of the process-wide budget: a declared `Content-Length` is reserved up front,
+   * a chunked body chunk by chunk as it arrives. Released here on failure; on success it stays held
+   * until the caller releases it (when the body has been forwarded or the exchange ends).
+   */
+  readonly reservation?: Reservation;
+  /** Aborted when the body must have arrived (`BODY_TIMEOUT_MS` from the request head) → 408. */
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Reads a whole request body into memory, never holding more than `limit` bytes.
  * A declared `Content-Length` above the limit fails before any byte is read.
  * @param req The request; must not have been read yet.
  * @param limit Maximum body size in bytes.
+ * @param options Budget reservation and deadline (see {@link BodyReadOptions}).
  * @returns The body (an empty Buffer when there is none).
- * @throws {ShimError} `size` (413) when the body exceeds `limit`.
+ * @throws {ShimError} `size` (413) when the body exceeds `limit`; `buffer_budget` (503) when the
+ *   process-wide budget has no room; `body_timeout` (408) when `signal` aborts first. The request
+ *   stream is left paused (the caller closes the connection).
  * @throws {ClientAbortedError} when the client disconnects or the stream fails mid-body.
  */
-export function readBoundedBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBoundedBody(
+  req: IncomingMessage,
+  limit: number,
+  options: BodyReadOptions = {},
+): Promise<Buffer> {
+  const { reservation, signal } = options;
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(tooLarge(limit));
   }
+  // A declared length is reserved whole and at once, so that a slow client cannot be admitted first
+  // and found too expensive later.
+  const upFront = declared !== undefined ? Number(declared) : 0;
+  if (reservation && upFront > 0 && !reservation.grow(upFront)) {
+    return Promise.reject(overBudget());
+  }
+  if (signal?.aborted) {
+    reservation?.release();
+    return Promise.reject(timedOut());
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let reserved = upFront;
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('close', onClose);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    const fail = (err: Error) => {
+      cleanup();
+      req.pause();
+      chunks.length = 0;
+      reservation?.release();
+      reject(err);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        req.pause();
-        reject(tooLarge(limit));
-        return;
+      if (size > limit) return fail(tooLarge(limit));
+      if (reservation && size > reserved) {
+        if (!reservation.grow(size - reserved)) return fail(overBudget());
+        reserved = size;
       }
       chunks.push(chunk);
     };
@@ -49,23 +91,99 @@ export function readBoundedBody(req: IncomingMessage, limit: number): Promise<Bu
       cleanup();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
-    const onError = () => {
-      cleanup();
-      reject(new ClientAbortedError());
-    };
+    const onError = () => fail(new ClientAbortedError());
     const onClose = () => {
       if (!req.complete) onError();
     };
+    const onAbort = () => fail(timedOut());
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('close', onClose);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * Buffers a request body (bounded), undoes its `Content-Encoding`, runs the body rewrites and redoes
+ * the encoding when anything changed (RFC 9110 §8.4).
+ * @param req The request, unread.
+ * @param rewrites The hooks with a `body` rewrite, in plugin order.
+ * @param limit `MAX_REWRITE_BODY` in bytes (encoded and decoded).
+ * @param options Budget reservation (the decoded copy is reserved too) and deadline.
+ * @returns The body to forward: the client's own bytes when no rewrite changed anything.
+ * @throws {ShimError} `size` (413) above `limit` bytes (encoded or decoded), `encoding` (415) for a
+ *   content coding the shim cannot undo, `body` (400) for a body that does not decode,
+ *   `buffer_budget` (503), `body_timeout` (408), and whatever the rewrites throw.
+ * @throws {ClientAbortedError} when the client goes away mid-body.
+ */
+export async function rewriteRequestBody(
+  req: IncomingMessage,
+  rewrites: readonly ExchangeHooks[],
+  limit: number,
+  options: BodyReadOptions = {},
+): Promise<Buffer> {
+  const coding = supportedCoding(req.headers['content-encoding']);
+  if (coding === undefined) {
+    throw new ShimError(
+      'encoding',
+      'The request body uses a Content-Encoding this proxy cannot rewrite; send it as identity, gzip, deflate or br.',
+    );
+  }
+  const raw = await readBoundedBody(req, limit, options);
+  let body = raw;
+  if (coding !== 'identity') {
+    try {
+      body = await decodeBody(raw, coding, limit);
+    } catch (err) {
+      if (err instanceof DecodedTooLargeError) {
+        throw new ShimError(
+          'size',
+          `The decoded request body is larger than the ${limit} bytes this proxy rewrites (MAX_REWRITE_BODY).`,
+        );
+      }
+      throw new ShimError('body', `The request body is not valid ${coding} data.`);
+    }
+    if (options.reservation && !options.reservation.grow(body.length)) throw overBudget();
+  }
+  const decoded = body;
+  for (const hooks of rewrites) body = hooks.body?.rewrite(body) ?? body;
+  if (body === decoded) return raw;
+  return coding === 'identity' ? body : encodeBody(body, coding);
+}
+
+/** A request body larger than this is not drained when the shim rejects early; the connection closes instead. */
+const DRAIN_LIMIT = 64 * 1024;
+
+/**
+ * Whether an unread request body remains that is too large to drain before responding (the shim's
+ * own error then closes the connection).
+ * @param req The request.
+ * @returns true for a chunked body or a declared length above 64 KiB that has not ended.
+ */
+export function hasLargeUnreadBody(req: IncomingMessage): boolean {
+  if (req.readableEnded) return false;
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  return Number(req.headers['content-length'] ?? 0) > DRAIN_LIMIT;
 }
 
 function tooLarge(limit: number): ShimError {
   return new ShimError(
     'size',
     `The request body is larger than the ${limit} bytes this proxy rewrites (MAX_REWRITE_BODY); send a smaller body.`,
+  );
+}
+
+function overBudget(): ShimError {
+  return new ShimError(
+    'buffer_budget',
+    'The proxy is holding as many request bodies as it may (MAX_BUFFERED_BYTES); retry after the Retry-After delay.',
+  );
+}
+
+function timedOut(): ShimError {
+  return new ShimError(
+    'body_timeout',
+    'The request body did not arrive in time (BODY_TIMEOUT_MS); send the whole body promptly.',
   );
 }

@@ -1,6 +1,10 @@
 /**
  * Streaming end to end (SPEC §4): bodies the shim does not rewrite pass through without being
- * buffered. 200 MiB up and 200 MiB down through a shim process; its peak RSS stays under 150 MB.
+ * buffered. 200 MiB up and 200 MiB down through a shim process, which runs with the V8 flag that
+ * `npm start` and the image use (`--max-semi-space-size=1`, docs/reliability.md "Memory while
+ * streaming"; no manual GC). Its peak RSS stays within 80 MiB of its idle RSS: a regression guard
+ * (measured 57–64 MiB on a shared 2-core machine, where RSS varies by ±15 MiB run to run); issue 9
+ * item 4 aims at 40 MiB, not met yet (docs/reliability.md).
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -14,9 +18,13 @@ const SIZE = 200 * MiB;
 
 let backend: DebugUpstream;
 let shim: ShimProcess;
+let idleRss = 0;
+/** The V8 flag documented for streaming (docs/reliability.md). */
+const STREAMING_FLAGS = '--max-semi-space-size=1';
 beforeAll(async () => {
   backend = await startDebugUpstream();
-  shim = await spawnShim({ UPSTREAM_URL: backend.url });
+  shim = await spawnShim({ UPSTREAM_URL: backend.url, NODE_OPTIONS: STREAMING_FLAGS });
+  idleRss = shim.rss();
 });
 afterAll(async () => {
   await shim?.stop();
@@ -106,10 +114,12 @@ describe('streaming through a shim process', () => {
     expect(viaShim.sha).toBe(direct.sha);
   });
 
-  it('kept the shim process under 150 MB peak RSS', () => {
+  it('kept the shim process within 80 MiB of its idle RSS', () => {
     const peak = shim.peakRss();
-    console.info(`shim peak RSS after 600 MiB streamed: ${(peak / 1e6).toFixed(1)} MB`);
-    expect(peak).toBeGreaterThan(0);
-    expect(peak).toBeLessThan(150 * 1000 * 1000);
+    console.info(
+      `shim RSS idle ${(idleRss / MiB).toFixed(1)} MiB, peak after 600 MiB streamed ${(peak / MiB).toFixed(1)} MiB`,
+    );
+    expect(idleRss).toBeGreaterThan(0);
+    expect(peak - idleRss).toBeLessThan(80 * MiB);
   });
 });

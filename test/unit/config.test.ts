@@ -58,7 +58,9 @@ const SPEC_VARIABLES = [
   'AUTH_COOKIES',
   'API_KEY_HEADER',
   'MAX_REWRITE_BODY',
-  'MAX_PATCH_BODY',
+  'MAX_BUFFERED_BYTES',
+  'BODY_TIMEOUT_MS',
+  'UPSTREAM_CA_FILE',
   'UPSTREAM_TIMEOUT_MS',
   'SHUTDOWN_TIMEOUT_MS',
   'LOG_LEVEL',
@@ -95,7 +97,9 @@ describe('loadConfig defaults', () => {
     ['AUTH_COOKIES', (c) => c.authCookies, ['authtoken', 'refreshtoken']],
     ['API_KEY_HEADER', (c) => c.apiKeyHeader, 'x-api-key'],
     ['MAX_REWRITE_BODY', (c) => c.maxRewriteBody, 1024 * 1024],
-    ['MAX_PATCH_BODY', (c) => c.maxPatchBody, 32 * 1024 * 1024],
+    ['MAX_BUFFERED_BYTES', (c) => c.maxBufferedBytes, 64 * 1024 * 1024],
+    ['BODY_TIMEOUT_MS', (c) => c.bodyTimeoutMs, 30_000],
+    ['UPSTREAM_CA_FILE', (c) => c.upstreamCa, undefined],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
     ['SHUTDOWN_TIMEOUT_MS', (c) => c.shutdownTimeoutMs, 10_000],
     ['LOG_LEVEL', (c) => c.logLevel, 'info'],
@@ -132,7 +136,8 @@ describe('loadConfig with values', () => {
       AUTH_COOKIES: 'session',
       API_KEY_HEADER: 'X-API-Key',
       MAX_REWRITE_BODY: '512kb',
-      MAX_PATCH_BODY: '2mb',
+      MAX_BUFFERED_BYTES: '2mb',
+      BODY_TIMEOUT_MS: '5000',
       UPSTREAM_TIMEOUT_MS: '1500',
       SHUTDOWN_TIMEOUT_MS: '250',
       LOG_LEVEL: 'debug',
@@ -148,7 +153,8 @@ describe('loadConfig with values', () => {
     expect(c.authCookies).toEqual(['session']);
     expect(c.apiKeyHeader).toBe('x-api-key');
     expect(c.maxRewriteBody).toBe(512 * 1024);
-    expect(c.maxPatchBody).toBe(2 * 1024 * 1024);
+    expect(c.maxBufferedBytes).toBe(2 * 1024 * 1024);
+    expect(c.bodyTimeoutMs).toBe(5000);
     expect(c.upstreamTimeoutMs).toBe(1500);
     expect(c.shutdownTimeoutMs).toBe(250);
     expect(c.logLevel).toBe('debug');
@@ -197,7 +203,9 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['AUTH_COOKIES', { AUTH_COOKIES: 'a b' }],
     ['MAX_REWRITE_BODY', { MAX_REWRITE_BODY: 'lots' }],
     ['MAX_REWRITE_BODY', { MAX_REWRITE_BODY: '0' }],
-    ['MAX_PATCH_BODY', { MAX_PATCH_BODY: '-1mb' }],
+    ['MAX_BUFFERED_BYTES', { MAX_BUFFERED_BYTES: '-1mb' }],
+    ['BODY_TIMEOUT_MS', { BODY_TIMEOUT_MS: '0' }],
+    ['UPSTREAM_CA_FILE', { UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '0' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '10s' }],
     ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: '1.5' }],

@@ -4,9 +4,12 @@
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
+  createDecoder,
+  createEncoder,
   DecodedTooLargeError,
   decodeBody,
   encodeBody,
+  looksLikeZlib,
   type SupportedCoding,
   supportedCoding,
 } from '../../../src/proxy/content-coding.ts';
@@ -115,5 +118,95 @@ describe('decodeBody / encodeBody', () => {
       await expect(result).rejects.toThrow();
       await expect(result).rejects.not.toBeInstanceOf(DecodedTooLargeError);
     });
+  });
+});
+
+describe('streaming decoders and encoders', () => {
+  const roundTrip = async (coding: 'gzip' | 'deflate' | 'br', input: Buffer, split = 7) => {
+    const encoder = createEncoder(coding)!;
+    const decoder = createDecoder(coding)!;
+    const chunks: Buffer[] = [];
+    const encoded = await new Promise<Buffer>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      encoder.on('data', (d: Buffer) => parts.push(d));
+      encoder.on('end', () => resolve(Buffer.concat(parts)));
+      encoder.on('error', reject);
+      encoder.end(input);
+    });
+    return new Promise<Buffer>((resolve, reject) => {
+      decoder.on('data', (d: Buffer) => chunks.push(d));
+      decoder.on('end', () => resolve(Buffer.concat(chunks)));
+      decoder.on('error', reject);
+      for (let i = 0; i < encoded.length; i += split) decoder.write(encoded.subarray(i, i + split));
+      decoder.end();
+    });
+  };
+
+  it.each(['gzip', 'deflate', 'br'] as const)(
+    '%s round-trips across small chunk boundaries',
+    async (coding) => {
+      const input = Buffer.from(JSON.stringify({ metadata: Array.from({ length: 500 }, (_, i) => i) }));
+      expect((await roundTrip(coding, input)).equals(input)).toBe(true);
+    },
+  );
+
+  it('identity needs no stage', () => {
+    expect(createDecoder('identity')).toBeUndefined();
+    expect(createEncoder('identity')).toBeUndefined();
+  });
+
+  it('deflate: raw deflate (no zlib header) is decoded too', async () => {
+    const input = Buffer.from('{"metadata":{"a":1}}');
+    const decoder = createDecoder('deflate')!;
+    const out: Buffer[] = [];
+    decoder.on('data', (d: Buffer) => out.push(d));
+    const done = new Promise((r) => decoder.on('end', r));
+    decoder.end(zlib.deflateRawSync(input));
+    await done;
+    expect(Buffer.concat(out).equals(input)).toBe(true);
+  });
+
+  it('invalid data fails the decoder stream with a zlib code', async () => {
+    const decoder = createDecoder('gzip')!;
+    const err = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      decoder.on('error', resolve);
+      decoder.end(Buffer.from('not gzip at all'));
+    });
+    expect(err.code).toMatch(/^Z_/);
+  });
+
+  it.each([
+    [0x78, 0x9c, true],
+    [0x78, 0x01, true],
+    [0x78, 0xda, true],
+    [0x7b, 0x22, false], // '{"' — raw deflate or plain text
+  ])('looksLikeZlib(%i, %i) → %s', (a, b, expected) => expect(looksLikeZlib(a, b)).toBe(expected));
+});
+
+describe('streaming decoders on an empty body', () => {
+  it.each(['gzip', 'deflate', 'br'] as const)(
+    '%s: an empty body decodes to nothing, without an error',
+    async (coding) => {
+      const decoder = createDecoder(coding)!;
+      const out: Buffer[] = [];
+      decoder.on('data', (d: Buffer) => out.push(d));
+      const result = await new Promise<string>((resolve) => {
+        decoder.on('end', () => resolve('end'));
+        decoder.on('error', (err) => resolve(`error ${(err as NodeJS.ErrnoException).code}`));
+        decoder.end();
+      });
+      expect(result).toBe('end');
+      expect(Buffer.concat(out)).toHaveLength(0);
+    },
+  );
+
+  it('gzip: a single byte is truncated data, an error', async () => {
+    const decoder = createDecoder('gzip')!;
+    decoder.resume();
+    const err = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      decoder.on('error', resolve);
+      decoder.end(Buffer.from([0x1f]));
+    });
+    expect(err.code).toBe('Z_DATA_ERROR');
   });
 });

@@ -2,7 +2,13 @@
  * The error table and the shim's own error shape (SPEC §7).
  */
 import { describe, expect, it } from 'vitest';
-import { errorBody, REJECTION_STATUS, type RejectionReason, ShimError } from '../../../src/proxy/errors.ts';
+import {
+  errorBody,
+  REJECTION_RETRY_AFTER,
+  REJECTION_STATUS,
+  type RejectionReason,
+  ShimError,
+} from '../../../src/proxy/errors.ts';
 
 describe('errorBody', () => {
   it.each<[number, string]>([
@@ -54,6 +60,8 @@ describe('ShimError', () => {
     ['upstream_reset', 502],
     ['upstream_invalid', 502],
     ['upstream_timeout', 504],
+    ['buffer_budget', 503],
+    ['body_timeout', 408],
   ])('%s → %d', (reason, status) => {
     const err = new ShimError(reason, 'message');
     expect(err.statusCode).toBe(status);
@@ -64,7 +72,12 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(11);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(13);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
+  });
+
+  it('asks for a retry later only where waiting helps (the buffer budget)', () => {
+    expect(REJECTION_RETRY_AFTER).toEqual({ buffer_budget: 1 });
+    expect(Object.isFrozen(REJECTION_RETRY_AFTER)).toBe(true);
   });
 });

@@ -1,33 +1,15 @@
 /**
- * The pure exports of the forwarder: upstream error classification (SPEC §4: 502, or 504 for a
- * timeout) and the "large unread body" test that decides between draining and closing.
+ * forward.ts is wiring only; its pure parts live in their own modules. This checks that what app.ts
+ * imports from it stays exported, and the "large unread body" test that decides between draining
+ * and closing.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { hasLargeUnreadBody, upstreamErrorKind } from '../../../src/proxy/forward.ts';
 
-describe('upstreamErrorKind', () => {
-  it.each<[string | undefined, string]>([
-    ['ECONNREFUSED', 'refused'],
-    ['EHOSTUNREACH', 'refused'],
-    ['ENETUNREACH', 'refused'],
-    ['ENOTFOUND', 'refused'],
-    ['EAI_AGAIN', 'refused'],
-    ['EADDRNOTAVAIL', 'refused'],
-    ['HPE_INVALID_CONSTANT', 'invalid'],
-    ['HPE_INVALID_HEADER_TOKEN', 'invalid'],
-    ['HPE_UNEXPECTED_CONTENT_LENGTH', 'invalid'],
-    ['ERR_INVALID_HTTP_RESPONSE', 'invalid'],
-    ['ETIMEDOUT', 'timeout'],
-    ['ESHIMTIMEDOUT', 'timeout'],
-    ['ECONNRESET', 'reset'],
-    ['EPIPE', 'reset'],
-    ['ECONNABORTED', 'reset'],
-    ['ERR_STREAM_PREMATURE_CLOSE', 'reset'],
-    [undefined, 'reset'],
-  ])('%s → %s', (code, kind) => {
-    const err: NodeJS.ErrnoException = Object.assign(new Error('upstream failed'), code ? { code } : {});
-    expect(upstreamErrorKind(err)).toBe(kind);
+describe('re-exports', () => {
+  it('classifies upstream errors', () => {
+    expect(upstreamErrorKind(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }))).toBe('refused');
   });
 });
 

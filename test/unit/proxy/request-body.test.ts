@@ -4,6 +4,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import { ClientAbortedError, readBoundedBody } from '../../../src/proxy/request-body.ts';
 
@@ -128,5 +129,87 @@ describe('readBoundedBody', () => {
     const result = readBoundedBody(req, 1024);
     req.end('done');
     expect((await result).toString()).toBe('done');
+  });
+});
+
+describe('readBoundedBody with the buffer budget (MAX_BUFFERED_BYTES → 503)', () => {
+  it('reserves a declared Content-Length up front, before any byte is read', async () => {
+    const budget = createBufferBudget(100);
+    const reservation = new Reservation(budget);
+    const req = manualRequest({ 'content-length': '60' });
+    const reading = readBoundedBody(req, 1024, { reservation });
+    expect(budget.used).toBe(60);
+    req.end(Buffer.alloc(60));
+    await reading;
+    expect(reservation.bytes).toBe(60); // held until the caller forwards it
+  });
+
+  it('refuses a declared length the budget cannot hold, reserving nothing', async () => {
+    const budget = createBufferBudget(100);
+    budget.tryReserve(50);
+    const err = await rejection(
+      readBoundedBody(manualRequest({ 'content-length': '60' }), 1024, {
+        reservation: new Reservation(budget),
+      }),
+    );
+    expect(err).toBeInstanceOf(ShimError);
+    expect((err as ShimError).reason).toBe('buffer_budget');
+    expect((err as ShimError).statusCode).toBe(503);
+    expect(budget.used).toBe(50);
+  });
+
+  it('reserves a chunked body as it arrives, and releases it all when the budget runs out', async () => {
+    const budget = createBufferBudget(100);
+    const reservation = new Reservation(budget);
+    const req = manualRequest({ 'transfer-encoding': 'chunked' });
+    const reading = readBoundedBody(req, 1024, { reservation });
+    req.write(Buffer.alloc(70));
+    await new Promise((r) => setImmediate(r));
+    expect(budget.used).toBe(70);
+    req.write(Buffer.alloc(40));
+    const err = await rejection(reading);
+    expect((err as ShimError).reason).toBe('buffer_budget');
+    expect(budget.used).toBe(0);
+  });
+
+  it('releases the reservation when the client aborts', async () => {
+    const budget = createBufferBudget(100);
+    const req = manualRequest({ 'content-length': '50' });
+    const reading = readBoundedBody(req, 1024, { reservation: new Reservation(budget) });
+    req.write(Buffer.alloc(10));
+    req.destroy();
+    expect(await rejection(reading)).toBeInstanceOf(ClientAbortedError);
+    expect(budget.used).toBe(0);
+  });
+});
+
+describe('readBoundedBody with a deadline (BODY_TIMEOUT_MS → 408)', () => {
+  it('fails with body_timeout when the signal aborts mid-body, releasing the budget', async () => {
+    const budget = createBufferBudget(1000);
+    const controller = new AbortController();
+    const req = manualRequest({ 'content-length': '100' });
+    const reading = readBoundedBody(req, 1024, {
+      reservation: new Reservation(budget),
+      signal: controller.signal,
+    });
+    req.write(Buffer.alloc(10));
+    controller.abort();
+    const err = await rejection(reading);
+    expect((err as ShimError).reason).toBe('body_timeout');
+    expect((err as ShimError).statusCode).toBe(408);
+    expect(budget.used).toBe(0);
+  });
+
+  it('fails at once when the deadline has already passed', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const err = await rejection(readBoundedBody(manualRequest(), 1024, { signal: controller.signal }));
+    expect((err as ShimError).reason).toBe('body_timeout');
+  });
+
+  it('a body that arrives in time is read', async () => {
+    const controller = new AbortController();
+    const body = await readBoundedBody(requestOf(['ok']), 1024, { signal: controller.signal });
+    expect(body.toString()).toBe('ok');
   });
 });

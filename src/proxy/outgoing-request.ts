@@ -1,0 +1,157 @@
+/**
+ * Building the upstream request from the client's (SPEC §4): which headers go on, how the body is
+ * framed, and the `X-Forwarded-*` of this hop. Pure functions: the smuggling defences are decided
+ * here, from the client's headers alone, before any socket is touched.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
+
+/**
+ * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
+ * The shim always frames explicitly, whatever Node would do by default for the method.
+ */
+export type Framing =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'length'; readonly length: number }
+  | { readonly kind: 'chunked' };
+
+/**
+ * Decides the framing of the forwarded body (RFC 9112 §6.1–6.3).
+ *
+ * - A body the shim rewrote: its own length.
+ * - `Transfer-Encoding` (any spelling Node's parser accepted, which ends in `chunked`): re-chunked,
+ *   for every method. Node does not chunk DELETE/OPTIONS bodies by default and would write them raw
+ *   after the head, where the upstream reads them as the next request (request smuggling;
+ *   test/security/request-smuggling.test.ts). If `Content-Length` came too (the hygiene gate rejects
+ *   that), `Transfer-Encoding` wins and the length is dropped (RFC 9112 §6.3 rule 3).
+ * - `Content-Length`: kept, validated by Node's parser.
+ * - Neither: no body.
+ *
+ * @param headers The client's parsed headers (lower-cased names).
+ * @param rewrittenLength Length in bytes of the body the shim will send instead, when it rewrote one.
+ * @returns The framing of the upstream request.
+ * @example
+ * requestFraming({ 'transfer-encoding': 'chunked' }) // → { kind: 'chunked' }
+ */
+export function requestFraming(headers: IncomingHttpHeaders, rewrittenLength?: number): Framing {
+  if (rewrittenLength !== undefined) return { kind: 'length', length: rewrittenLength };
+  if (headers['transfer-encoding'] !== undefined) return { kind: 'chunked' };
+  const declared = headers['content-length'];
+  if (declared !== undefined) return { kind: 'length', length: Number(declared) };
+  return { kind: 'none' };
+}
+
+/** Whether the client sends a body at all (a declared length above 0, or chunked). */
+export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+}
+
+/** What {@link buildUpstreamHeaders} needs to know about the client's request. */
+export interface ClientHead {
+  /**
+   * The client's headers as Node parsed them (`IncomingMessage.headers`): lower-cased names, repeats
+   * joined (`Cookie` with `; `, most others with `, `) or, for singletons such as `Authorization`,
+   * the first kept. Forwarding this view, not the raw lines, means the upstream reads exactly what
+   * the gates judged (test/security/header-abuse.test.ts).
+   */
+  readonly headers: IncomingHttpHeaders;
+  /** The client's address (`socket.remoteAddress`), `undefined` when the socket is gone. */
+  readonly remoteAddress: string | undefined;
+  /** Whether the client connection is TLS (the front door can sit behind a TLS-terminating server). */
+  readonly encrypted: boolean;
+}
+
+/** Options of {@link buildUpstreamHeaders}. */
+export interface UpstreamHeaderOptions {
+  /** Length of the rewritten body, when the shim rewrote it. */
+  readonly rewrittenLength?: number;
+  /** Drop `Range` and `If-Range`: a response hook may patch the body, so the full 200 is needed (RFC 9110 §14.2). */
+  readonly dropRange?: boolean;
+}
+
+/** Headers the shim sets itself, whatever the client sent: framing, `Expect`, and this hop's `X-Forwarded-*`. */
+const REPLACED: ReadonlySet<string> = new Set([
+  'content-length',
+  'transfer-encoding',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+]);
+const RANGE: ReadonlySet<string> = new Set(['range', 'if-range']);
+/** Never dropped because `Connection` names it: the upstream needs it (SPEC §4 "the client's Host is kept"). */
+const KEPT: ReadonlySet<string> = new Set(['host']);
+
+/**
+ * The upstream request's headers and framing, from the client's (SPEC §4; RFC 9110 §7.6.1, RFC 9112 §6).
+ *
+ * - End-to-end headers go on as the gates saw them (see {@link ClientHead.headers}), in order.
+ * - Hop-by-hop headers and every header `Connection` names are dropped (a client naming `Host` keeps
+ *   it). Framing headers are always rebuilt from {@link requestFraming}, even when `Connection` names
+ *   `Content-Length`: stripped, a GET/DELETE body would go upstream unframed (smuggling).
+ * - `Expect` is dropped: Node's server already answered `100 Continue` to the client.
+ * - `X-Forwarded-For`, `-Proto`, `-Host`: this hop's value appended to the client's (all repeats
+ *   joined with `, `), one header each.
+ * - With `dropRange`: `Range` and `If-Range` dropped.
+ *
+ * @param client The client's head (see {@link ClientHead}).
+ * @param options Rewritten body length, Range dropping.
+ * @returns `headers`, flat `[name, value, …]` for `http.request`, and the `framing` they announce.
+ * @example
+ * buildUpstreamHeaders({ headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
+ * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
+ */
+export function buildUpstreamHeaders(
+  client: ClientHead,
+  options: UpstreamHeaderOptions = {},
+): { headers: string[]; framing: Framing } {
+  const { headers } = client;
+  const listed = connectionTokens(headers.connection);
+  const out: string[] = [];
+  for (const name in headers) {
+    if (REPLACED.has(name) || HOP_BY_HOP.has(name)) continue;
+    if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
+    if (options.dropRange && RANGE.has(name)) continue;
+    const value = headers[name];
+    if (typeof value === 'string') out.push(name, value);
+    else if (value !== undefined) for (const v of value) out.push(name, v);
+  }
+  const forwardedFor = text(headers['x-forwarded-for']);
+  const forwardedProto = text(headers['x-forwarded-proto']);
+  const forwardedHost = text(headers['x-forwarded-host']);
+  const framing = requestFraming(client.headers, options.rewrittenLength);
+  if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
+  else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');
+  pushJoined(out, 'X-Forwarded-For', forwardedFor, client.remoteAddress);
+  pushJoined(out, 'X-Forwarded-Proto', forwardedProto, client.encrypted ? 'https' : 'http');
+  const host = client.headers.host;
+  pushJoined(out, 'X-Forwarded-Host', forwardedHost, typeof host === 'string' ? host : undefined);
+  return { headers: out, framing };
+}
+
+/**
+ * The upstream request target: the upstream URL's path prefix (without a trailing slash) followed by
+ * the client's origin-form target (after query rewrites).
+ * @param prefix The upstream URL's `pathname`, e.g. `/` or `/api/`.
+ * @param target Origin-form target, e.g. `/missions?skip=1`.
+ * @example
+ * upstreamTarget('/api/', '/missions') // → '/api/missions'
+ */
+export function upstreamTarget(prefix: string, target: string): string {
+  const base = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
+  return base === '' ? target : `${base}${target}`;
+}
+
+function text(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+function join(prior: string | undefined, value: string): string {
+  if (value === '') return prior ?? '';
+  return prior === undefined || prior === '' ? value : `${prior}, ${value}`;
+}
+
+function pushJoined(out: string[], name: string, prior: string | undefined, own: string | undefined): void {
+  const value = own === undefined || own === '' ? (prior ?? '') : join(prior, own);
+  if (value !== '') out.push(name, value);
+}

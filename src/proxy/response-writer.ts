@@ -1,0 +1,137 @@
+/**
+ * Writing the upstream's response to the client (SPEC §4, §6): the response head for a streamed
+ * or a patched body, `Vary` merging, and a sink that sends the head only with the first body byte
+ * (so that a patched response whose upstream dies before any byte can still become a 502).
+ */
+import type { ServerResponse } from 'node:http';
+import { Writable } from 'node:stream';
+import { endToEndRawHeaders } from './hop-by-hop.ts';
+
+/**
+ * Adds a header name to a `Vary` value (RFC 9110 §12.5.5): no duplicate (compared case-insensitively),
+ * `*` kept as `*` (it already varies on everything), empty members dropped.
+ * @param upstream The upstream's `Vary` (Node joins repeated fields with `, `), or `undefined`.
+ * @param name The request header the response also depends on, e.g. `Service-Client-Version`.
+ * @returns The merged value, e.g. `Accept-Encoding, Service-Client-Version`.
+ * @example
+ * mergeVary('accept-encoding', 'Service-Client-Version') // → 'accept-encoding, Service-Client-Version'
+ * mergeVary('*', 'Service-Client-Version') // → '*'
+ */
+export function mergeVary(upstream: string | undefined, name: string): string {
+  if (upstream === undefined) return name;
+  const members = upstream
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '');
+  if (members.includes('*')) return '*';
+  const lower = name.toLowerCase();
+  if (!members.some((m) => m.toLowerCase() === lower)) members.push(name);
+  return members.join(', ');
+}
+
+/**
+ * A strong entity tag made weak (RFC 9110 §8.8.1): a patched body is no longer byte-identical, but
+ * still the same resource state; a weak tag stays weak.
+ * @example weakEtag('"v1"') // → 'W/"v1"'
+ */
+export function weakEtag(etag: string): string {
+  return etag.startsWith('W/') ? etag : `W/${etag}`;
+}
+
+const DROP_VARY: ReadonlySet<string> = new Set(['vary']);
+const DROP_ON_PATCH: ReadonlySet<string> = new Set(['content-length', 'etag']);
+const DROP_ON_PATCH_AND_VARY: ReadonlySet<string> = new Set(['content-length', 'etag', 'vary']);
+
+/** What {@link responseHead} needs about the upstream's response. */
+export interface UpstreamHead {
+  /** `IncomingMessage.rawHeaders` (flat, case kept). */
+  readonly rawHeaders: readonly string[];
+  /** The upstream's `ETag`, if any. */
+  readonly etag: string | undefined;
+  /** The upstream's `Vary`, joined, if any. */
+  readonly vary: string | undefined;
+}
+
+/**
+ * The client's response head for an upstream response (flat `[name, value, …]`).
+ *
+ * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
+ *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
+ * - `patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6).
+ * - `varyName`: merged into `Vary` with {@link mergeVary}.
+ *
+ * @param upstream The upstream head.
+ * @param extra Headers the shim adds, flat.
+ * @param patched The body will be patched (or this is a bodiless response to a patched exchange).
+ * @param varyName Request header the response varies on (`undefined`: `Vary` untouched).
+ */
+export function responseHead(
+  upstream: UpstreamHead,
+  extra: readonly string[],
+  patched: boolean,
+  varyName: string | undefined,
+): string[] {
+  const drop = patched
+    ? varyName === undefined
+      ? DROP_ON_PATCH
+      : DROP_ON_PATCH_AND_VARY
+    : varyName === undefined
+      ? undefined
+      : DROP_VARY;
+  const head = endToEndRawHeaders(upstream.rawHeaders, drop);
+  if (patched && upstream.etag !== undefined) head.push('ETag', weakEtag(upstream.etag));
+  if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
+  for (const value of extra) head.push(value);
+  return head;
+}
+
+/**
+ * The end of a patched response's pipeline: writes the head just before the first body byte (or at
+ * the end of an empty body), then the body with the client's backpressure (a full socket buffer
+ * pauses the pipeline, and with it the upstream).
+ */
+export class ClientSink extends Writable {
+  private readonly res: ServerResponse;
+  private readonly writeHead: () => void;
+
+  /**
+   * @param res The client's response.
+   * @param writeHead Writes the response head; called once, before the first body byte.
+   */
+  constructor(res: ServerResponse, writeHead: () => void) {
+    super({ highWaterMark: 16 * 1024 });
+    this.res = res;
+    this.writeHead = writeHead;
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    const { res } = this;
+    if (res.destroyed) {
+      callback(new Error('client response closed'));
+      return;
+    }
+    if (!res.headersSent) this.writeHead();
+    if (res.write(chunk)) {
+      callback();
+      return;
+    }
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      callback(res.destroyed ? new Error('client response closed') : null);
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    const { res } = this;
+    if (res.destroyed) {
+      callback(new Error('client response closed'));
+      return;
+    }
+    if (!res.headersSent) this.writeHead();
+    res.end();
+    callback();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * What to do when the upstream exchange fails (SPEC §4): send the request once more, answer with the
+ * shim's own 502/504, or abort a response that has already started. Pure: decided from what is
+ * known about the failure, never from a socket.
+ */
+import type { UpstreamErrorKind } from '../observability/metrics.ts';
+import { REJECTION_STATUS, type RejectionReason } from './errors.ts';
+
+/** Idempotent methods (RFC 9110 §9.2.2): safe to send again when the first attempt was not processed. */
+export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'OPTIONS',
+  'TRACE',
+  'PUT',
+  'DELETE',
+]);
+
+const REFUSED = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+]);
+
+/**
+ * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*` and zlib's `Z_*` for invalid responses; TLS
+ * verification failures count as `refused`: the upstream could not be reached as configured).
+ * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
+ */
+export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind {
+  const code = err.code ?? '';
+  if (REFUSED.has(code) || isTlsVerificationError(code)) return 'refused';
+  // A body that does not decode with its declared Content-Encoding (zlib's Z_*, brotli's) is invalid too.
+  if (
+    code.startsWith('HPE_') ||
+    code.startsWith('Z_') ||
+    code.startsWith('ERR__') ||
+    code === 'ERR_INVALID_HTTP_RESPONSE'
+  ) {
+    return 'invalid';
+  }
+  if (code === 'ETIMEDOUT' || code === 'ESHIMTIMEDOUT') return 'timeout';
+  return 'reset';
+}
+
+function isTlsVerificationError(code: string): boolean {
+  return (
+    code === 'DEPTH_ZERO_SELF_SIGNED_CERT' ||
+    code === 'SELF_SIGNED_CERT_IN_CHAIN' ||
+    code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' ||
+    code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' ||
+    code === 'CERT_HAS_EXPIRED' ||
+    code === 'ERR_TLS_CERT_ALTNAME_INVALID' ||
+    code.startsWith('ERR_SSL_')
+  );
+}
+
+/** What is known when an upstream exchange fails. */
+export interface UpstreamFailure {
+  /** The error from the upstream request or response stream. */
+  readonly error: NodeJS.ErrnoException;
+  /** The shim's own timer fired (`UPSTREAM_TIMEOUT_MS`): no headers in time, or an idle socket. */
+  readonly timedOut: boolean;
+  /** The upstream's response head had arrived. */
+  readonly headReceived: boolean;
+  /** The client's response has started (head sent): a status can no longer be chosen. */
+  readonly clientStarted: boolean;
+  /** The request went out on a pooled connection used before (`ClientRequest.reusedSocket`). */
+  readonly reusedSocket: boolean;
+  /** Idempotent method, and the shim holds the whole body (or there is none): it can be sent again. */
+  readonly replayable: boolean;
+  /** This is already the second attempt. */
+  readonly replayed: boolean;
+}
+
+/** The decision for an {@link UpstreamFailure}. */
+export type UpstreamDecision =
+  | { readonly action: 'replay' }
+  | {
+      readonly action: 'respond';
+      readonly kind: UpstreamErrorKind;
+      readonly reason: RejectionReason;
+      readonly status: number;
+    }
+  | { readonly action: 'abort'; readonly kind: UpstreamErrorKind };
+
+/**
+ * Decides what to do about a failed upstream exchange (SPEC §4; RFC 9110 §9.2.2 for the replay).
+ *
+ * - **Replay, once**: a pooled connection the upstream closed just as it was reused fails before any
+ *   response byte, unprocessed. An idempotent request whose body the shim holds is sent once more, on
+ *   another connection (test/e2e/reliability-keepalive-reuse.test.ts). Never after a timeout, a
+ *   response head, or a first replay.
+ * - **Respond** 502 (`refused`, `reset`, `invalid`) or 504 (`timeout`), while the client has received
+ *   nothing — also after the upstream's head, for a patched response whose first byte was not sent.
+ * - **Abort** the client connection once its response has started: a truncated body must never look
+ *   complete.
+ *
+ * @param failure What is known (see {@link UpstreamFailure}).
+ * @returns The action, with the metric `kind` and, for `respond`, the rejection reason and status.
+ */
+export function decideUpstreamFailure(failure: UpstreamFailure): UpstreamDecision {
+  const kind: UpstreamErrorKind = failure.timedOut ? 'timeout' : upstreamErrorKind(failure.error);
+  if (
+    kind === 'reset' &&
+    failure.replayable &&
+    failure.reusedSocket &&
+    !failure.replayed &&
+    !failure.headReceived &&
+    !failure.clientStarted
+  ) {
+    return { action: 'replay' };
+  }
+  if (failure.clientStarted) return { action: 'abort', kind };
+  const reason = `upstream_${kind}` as const;
+  return { action: 'respond', kind, reason, status: REJECTION_STATUS[reason] };
+}
+
+/** Messages of the shim's own upstream error responses (SPEC §7: what is wrong and what to do). */
+export const UPSTREAM_MESSAGES: Readonly<Record<UpstreamErrorKind, string>> = Object.freeze({
+  refused: 'The upstream service could not be reached. Try again later.',
+  reset: 'The upstream service closed the connection before responding. Try again later.',
+  invalid: 'The upstream service sent an invalid HTTP response.',
+  timeout: 'The upstream service did not respond in time (UPSTREAM_TIMEOUT_MS). Try again later.',
+});

@@ -1,0 +1,217 @@
+/**
+ * The process-wide buffer budget (issue 9 item 2; SPEC §2 `MAX_BUFFERED_BYTES`, `BODY_TIMEOUT_MS`)
+ * against a shim child process, whose memory is measured on its own.
+ *
+ * Attack: many connections each send all but the last byte of a 1 MB JSON body to a rewrite route
+ * (`POST /missions` as a legacy client with any API key), so that the shim holds every body waiting
+ * for its end. Before the budget, ~400 such connections took RSS past 512 MiB. Now a body is
+ * reserved whole from its `Content-Length` before it is read: what does not fit gets 503 with
+ * `Retry-After` at once, so the shim holds at most `MAX_BUFFERED_BYTES`; a held body that does not
+ * complete within `BODY_TIMEOUT_MS` of its head gets 408; and well-behaved clients are served
+ * throughout.
+ */
+import { once } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+
+const MB = 1_000_000;
+const MiB = 1024 * 1024;
+const LEGACY = 'Service-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n';
+
+let upstream: http.Server;
+let upstreamUrl: string;
+beforeAll(async () => {
+  // A canonical upstream: accepts a mission and echoes its size.
+  upstream = http.createServer((req, res) => {
+    let bytes = 0;
+    req.on('data', (d: Buffer) => {
+      bytes += d.length;
+    });
+    req.on('end', () => {
+      const body = JSON.stringify({ method: req.method, bytes });
+      res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+  });
+  upstream.listen(0, '127.0.0.1', 2048);
+  await once(upstream, 'listening');
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as net.AddressInfo).port}`;
+});
+afterAll(async () => {
+  upstream.closeAllConnections();
+  await new Promise<void>((resolve) => upstream.close(() => resolve()));
+});
+
+let shim: ShimProcess | undefined;
+afterEach(async () => {
+  await shim?.stop();
+  shim = undefined;
+});
+
+/** One slow client: the head and all but the last byte of a JSON body of `size` bytes. */
+interface Slowpoke {
+  /** Everything the shim sent back so far. */
+  received(): string;
+  /** Resolves when the body (but its last byte) was handed to the kernel, or the shim answered / closed. */
+  settled: Promise<void>;
+  socket: net.Socket;
+}
+
+function slowpoke(url: string, body: Buffer): Slowpoke {
+  const { port } = new URL(url);
+  let text = '';
+  const socket = net.connect(Number(port), '127.0.0.1');
+  socket.on('error', () => {});
+  const settled = new Promise<void>((resolve) => {
+    socket.on('data', (d) => {
+      text += d.toString('latin1');
+      if (/\r\n\r\n/.test(text)) resolve();
+    });
+    socket.on('close', () => resolve());
+    socket.on('connect', () => {
+      socket.write(
+        `POST /missions HTTP/1.1\r\nHost: shim.test\r\n${LEGACY}Content-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n`,
+      );
+      socket.write(body.subarray(0, body.length - 1), () => resolve());
+    });
+  });
+  return { received: () => text, settled, socket };
+}
+
+/** A JSON body of exactly `size` bytes with an alias member, as a legacy client sends. */
+function missionBody(size: number): Buffer {
+  const head = '{"name":"m","tags":[],"pad":"';
+  return Buffer.from(`${head}${'x'.repeat(size - head.length - 2)}"}`);
+}
+
+/** Opens `count` slow clients, `batch` connecting at a time. */
+async function openSlowpokes(url: string, count: number, body: Buffer, batch = 100): Promise<Slowpoke[]> {
+  const all: Slowpoke[] = [];
+  for (let i = 0; i < count; i += batch) {
+    const group = Array.from({ length: Math.min(batch, count - i) }, () => slowpoke(url, body));
+    await Promise.all(group.map((s) => s.settled));
+    all.push(...group);
+  }
+  return all;
+}
+
+/** Waits until no client gets a new response for a second (deadline 30 s): the shim has answered all it will. */
+async function quiet(clients: readonly Slowpoke[]): Promise<void> {
+  const answered = () => clients.filter((c) => statusOf(c.received()) !== 0).length;
+  const deadline = Date.now() + 30_000;
+  let last = -1;
+  let stableSince = Date.now();
+  while (Date.now() < deadline) {
+    const now = answered();
+    if (now !== last) {
+      last = now;
+      stableSince = Date.now();
+    } else if (Date.now() - stableSince >= 1_000) {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const statusOf = (text: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+
+/** A well-behaved legacy client: a small rewritten POST and a GET. */
+async function wellBehaved(url: string): Promise<{ post: number; postBody: string; get: number }> {
+  const post = await fetch(`${url}/missions`, {
+    method: 'POST',
+    headers: { 'service-client-version': '0.59.0', 'x-api-key': 'k', 'content-type': 'application/json' },
+    body: '{"name":"ok","tags":[]}',
+  });
+  const get = await fetch(`${url}/missions`, {
+    headers: { 'service-client-version': '0.59.0', 'x-api-key': 'k' },
+  });
+  const postBody = await post.text();
+  await get.arrayBuffer();
+  return { post: post.status, postBody, get: get.status };
+}
+
+async function metric(adminUrl: string, pattern: RegExp): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  return Number(pattern.exec(text)?.[1] ?? 0);
+}
+
+describe('1,000 connections holding an incomplete 1 MB body on a rewrite route', () => {
+  it('RSS stays under 256 MiB, the excess gets 503 at once, a well-behaved client is served', async () => {
+    shim = await spawnShim({ UPSTREAM_URL: upstreamUrl, BODY_TIMEOUT_MS: '60000' });
+    const idle = shim.rss();
+    const body = missionBody(MB);
+    const clients = await openSlowpokes(shim.url, 1_000, body);
+    await quiet(clients);
+    const statuses = clients.map((c) => statusOf(c.received()));
+    const held = statuses.filter((s) => s === 0).length;
+    const rejected = statuses.filter((s) => s === 503).length;
+    const served = await wellBehaved(shim.url);
+    const peak = shim.peakRss();
+    console.info(
+      `1000 slow 1 MB bodies: ${held} held, ${rejected} got 503; RSS idle ${(idle / MiB).toFixed(0)} MiB, ` +
+        `peak ${(peak / MiB).toFixed(0)} MiB`,
+    );
+    // 64 MiB of budget holds 67 bodies of 1,000,000 bytes; every other one was refused.
+    expect(held).toBeLessThanOrEqual(67);
+    expect(held).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s !== 0 && s !== 503)).toEqual([]);
+    expect(rejected).toBe(1_000 - held);
+    expect(peak).toBeLessThan(256 * MiB);
+    // The budget's headroom (67,108,864 − 67 × 1,000,000 bytes) still takes a small body.
+    expect(served).toMatchObject({ post: 201, get: 200 });
+    expect(JSON.parse(served.postBody)).toMatchObject({ method: 'POST' });
+    expect(await metric(shim.adminUrl, /shim_rejections_total\{reason="buffer_budget"\} (\d+)/)).toBe(
+      rejected,
+    );
+    for (const c of clients) c.socket.destroy();
+  }, 120_000);
+});
+
+describe('a small MAX_BUFFERED_BYTES and a short BODY_TIMEOUT_MS', () => {
+  it('the excess gets 503 JSON with Retry-After; held bodies get 408 after the timeout; the budget is free again', async () => {
+    shim = await spawnShim({
+      UPSTREAM_URL: upstreamUrl,
+      MAX_BUFFERED_BYTES: '4mb',
+      BODY_TIMEOUT_MS: '1500',
+    });
+    const body = missionBody(MB);
+    const started = Date.now();
+    const clients = await openSlowpokes(shim.url, 10, body, 10);
+    await quiet(clients);
+    const rejected = clients.filter((c) => statusOf(c.received()) === 503);
+    expect(rejected).toHaveLength(6); // 4 × 1,000,000 bytes fit in 4 MiB
+    const reply = rejected[0]!.received();
+    expect(reply).toMatch(/\r\nRetry-After: 1\r\n/i);
+    expect(reply).toMatch(/\r\nContent-Type: application\/json; charset=utf-8\r\n/i);
+    expect(reply).toMatch(/\r\nConnection: close\r\n/i);
+    const json = JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4));
+    expect(json).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+    expect(json.message).toMatch(/MAX_BUFFERED_BYTES/);
+
+    // The four held bodies never complete: 408 after BODY_TIMEOUT_MS from their heads.
+    const held = clients.filter((c) => statusOf(c.received()) === 0);
+    expect(held).toHaveLength(4);
+    const deadline = Date.now() + 10_000;
+    while (held.some((c) => statusOf(c.received()) === 0) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(held.map((c) => statusOf(c.received()))).toEqual([408, 408, 408, 408]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    const timedOut = JSON.parse(held[0]!.received().split('\r\n\r\n')[1] ?? '{}');
+    expect(timedOut).toMatchObject({ statusCode: 408, error: 'Request Timeout' });
+
+    // The budget was released: a full-size body is taken again.
+    const again = await fetch(`${shim.url}/missions`, {
+      method: 'POST',
+      headers: { 'service-client-version': '0.59.0', 'x-api-key': 'k', 'content-type': 'application/json' },
+      body: body.toString(),
+    });
+    expect(again.status).toBe(201);
+    expect(await metric(shim.adminUrl, /shim_rejections_total\{reason="buffer_budget"\} (\d+)/)).toBe(6);
+    expect(await metric(shim.adminUrl, /shim_rejections_total\{reason="body_timeout"\} (\d+)/)).toBe(4);
+    for (const c of clients) c.socket.destroy();
+  }, 60_000);
+});

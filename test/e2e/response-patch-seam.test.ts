@@ -1,0 +1,450 @@
+/**
+ * The core's streaming response-patch seam end to end (SPEC §6, CONTRACT `ResponsePatch`), with a
+ * small test plugin instead of the alias layer: every `a` becomes `A` (no length change) and every
+ * `!` is doubled (a length change). Real sockets: the shim in this process, upstreams on port 0.
+ *
+ * Checked: patched responses go out chunked with a weak ETag and every other header (Set-Cookie!)
+ * untouched; gzip/deflate/br decoded and re-encoded as streams; bytes leave before the upstream
+ * finishes; a slow client pauses the upstream; HEAD/304 carry the patched GET's headers and destroy
+ * the patch; an unsupported coding streams untouched and is counted; Range is not forwarded; Vary
+ * names the client-version header (merged); a skipped outcome is counted and logged; an upstream that
+ * dies mid-body gives a 502 JSON when no byte went out (log, metric, client agree) and an aborted
+ * connection once bytes did.
+ */
+import { once } from 'node:events';
+import http, { type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import zlib from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createShim } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
+import { createFrontServer } from '../../src/proxy/server.ts';
+import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/proxy/types.ts';
+import { getOutcome, send } from '../helpers/http.ts';
+
+const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
+
+/** What the test plugin saw. */
+interface Seen {
+  patches: number;
+  destroyed: number;
+  statuses: number[];
+}
+
+/** The test plugin: patches every response whose content type is text/plain or JSON. */
+function testPlugin(seen: Seen, skipAfter?: number): ProxyPlugin {
+  return {
+    name: 'test-upper',
+    variesByClientVersion: true,
+    onRequest: () => ({
+      onResponse(status: number, headers: IncomingHttpHeaders): ResponsePatch | undefined {
+        seen.statuses.push(status);
+        const type = headers['content-type'] ?? '';
+        if (!/text\/plain|json/.test(type) && status !== 304) return undefined;
+        seen.patches++;
+        let outcome: PatchOutcome = { kind: 'unchanged' };
+        let bytes = 0;
+        return {
+          write(chunk, emit) {
+            bytes += chunk.length;
+            if (skipAfter !== undefined && bytes > skipAfter) {
+              outcome = { kind: 'skipped', reason: 'value_too_large' };
+              return emit(chunk);
+            }
+            const text = chunk.toString('latin1');
+            const out = text.replaceAll('a', 'A').replaceAll('!', '!!');
+            if (out !== text && outcome.kind === 'unchanged') outcome = { kind: 'patched' };
+            emit(Buffer.from(out, 'latin1'));
+          },
+          end() {},
+          destroy() {
+            seen.destroyed++;
+          },
+          get outcome() {
+            return outcome;
+          },
+        };
+      },
+    }),
+  };
+}
+
+interface CoreStack {
+  url: string;
+  metrics: CoreMetrics;
+  logs(): Array<Record<string, unknown>>;
+  seen: Seen;
+  close(): Promise<void>;
+}
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+});
+
+/** A shim in front of `upstreamUrl` with only the test plugin. */
+async function startCore(upstreamUrl: string, env: Record<string, string> = {}, skipAfter?: number) {
+  const config = loadConfig({ LOG_LEVEL: 'info', ...env, UPSTREAM_URL: upstreamUrl, PORT: '0' });
+  let text = '';
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  });
+  const logger = createLogger(config.logLevel, [], sink);
+  const metrics = createMetrics(false);
+  const seen: Seen = { patches: 0, destroyed: 0, statuses: [] };
+  const shim = createShim(config, {
+    logger,
+    metrics,
+    upstream: new URL(upstreamUrl),
+    plugins: () => [testPlugin(seen, skipAfter)],
+  });
+  const server = createFrontServer(shim.app, shim.onServerRejection);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const stack: CoreStack = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    metrics,
+    seen,
+    logs: () =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      shim.forwarder.agent.destroy();
+    },
+  };
+  closers.push(() => stack.close());
+  return stack;
+}
+
+/** An upstream on port 0 answering with `handler`; records request headers. */
+async function upstream(handler: http.RequestListener) {
+  const requests: IncomingHttpHeaders[] = [];
+  const server: Server = http.createServer((req, res) => {
+    requests.push(req.headers);
+    handler(req, res);
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  closers.push(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+}
+
+/** GET through the shim, raw body bytes and headers. */
+function get(url: string, headers: Record<string, string> = {}, method = 'GET') {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer; rawHeaders: string[] }>(
+    (resolve, reject) => {
+      const req = http.request(url, { method, headers: { ...CLIENT, ...headers }, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            rawHeaders: res.rawHeaders,
+          }),
+        );
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    },
+  );
+}
+
+const metricValue = async (m: CoreMetrics, name: string, labels: string) => {
+  const text = await m.registry.metrics();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+};
+
+const BODY = 'a plain text body, a bit of it patched!\n'.repeat(200);
+const PATCHED = BODY.replaceAll('a', 'A').replaceAll('!', '!!');
+
+describe('patched responses', () => {
+  it('go out chunked, without Content-Length, ETag weakened, other headers untouched', async () => {
+    const up = await upstream((_req, res) => {
+      res.setHeader('Set-Cookie', ['s=1; HttpOnly', 't=2']);
+      res.writeHead(200, {
+        'content-type': 'text/plain',
+        'content-length': Buffer.byteLength(BODY),
+        etag: '"v1"',
+        'x-trace': 'abc',
+        'cache-control': 'private',
+      });
+      res.end(BODY);
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`);
+    expect(reply.status).toBe(200);
+    expect(reply.body.toString('latin1')).toBe(PATCHED);
+    expect(reply.headers['content-length']).toBeUndefined();
+    expect(reply.headers['transfer-encoding']).toBe('chunked');
+    expect(reply.headers.etag).toBe('W/"v1"');
+    expect(reply.headers['set-cookie']).toEqual(['s=1; HttpOnly', 't=2']);
+    expect(reply.headers['x-trace']).toBe('abc');
+    expect(reply.headers['cache-control']).toBe('private');
+    expect(reply.headers.vary).toBe('Service-Client-Version');
+  });
+
+  it.each([
+    ['gzip', zlib.gzipSync, zlib.gunzipSync],
+    ['deflate', zlib.deflateSync, zlib.inflateSync],
+    ['br', zlib.brotliCompressSync, zlib.brotliDecompressSync],
+  ] as const)('%s: decoded, patched and re-encoded as a stream', async (coding, encode, decode) => {
+    const encoded = encode(Buffer.from(BODY));
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, {
+        'content-type': 'text/plain',
+        'content-encoding': coding,
+        'content-length': encoded.length,
+        vary: 'Accept-Encoding',
+      });
+      // In small pieces, so that the decoder sees chunk boundaries anywhere.
+      let i = 0;
+      const next = () => {
+        if (i >= encoded.length) return void res.end();
+        res.write(encoded.subarray(i, i + 97));
+        i += 97;
+        setImmediate(next);
+      };
+      next();
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`, { 'accept-encoding': coding });
+    expect(reply.headers['content-encoding']).toBe(coding);
+    expect(reply.headers['content-length']).toBeUndefined();
+    expect(reply.headers.vary).toBe('Accept-Encoding, Service-Client-Version');
+    expect(decode(reply.body).toString('latin1')).toBe(PATCHED);
+  });
+
+  it('leave as the upstream’s bytes arrive: the client reads the start before the upstream ends', async () => {
+    let finish: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('abc');
+      void released.then(() => res.end('xyz'));
+    });
+    const shim = await startCore(up.url);
+    const first = await new Promise<string>((resolve, reject) => {
+      const req = http.get(`${shim.url}/stream`, { headers: CLIENT, agent: false }, (res) => {
+        let text = '';
+        res.once('data', (d: Buffer) => {
+          resolve(d.toString());
+          finish();
+        });
+        res.on('data', (d: Buffer) => {
+          text += d.toString();
+        });
+        res.on('end', () => expect(text).toBe('Abcxyz'));
+      });
+      req.on('error', reject);
+    });
+    expect(first).toBe('Abc');
+  });
+
+  it('respect backpressure: a client that does not read pauses the upstream', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 'b');
+    let written = 0;
+    let stalled: () => void = () => {};
+    const stalledOnce = new Promise<void>((resolve) => {
+      stalled = resolve;
+    });
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const pump = () => {
+        while (written < 200 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) {
+            stalled();
+            res.once('drain', pump);
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    });
+    const shim = await startCore(up.url);
+    const req = http.get(`${shim.url}/big`, { headers: CLIENT, agent: false }, (res) => res.pause());
+    req.on('error', () => {});
+    await stalledOnce;
+    // Let the pipeline settle, then check the upstream stays paused.
+    await new Promise((r) => setTimeout(r, 300));
+    const at = written;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(written).toBe(at);
+    expect(written).toBeLessThan(32 * 1024 * 1024);
+    req.destroy();
+    void shim;
+  });
+});
+
+describe('responses without a body', () => {
+  it('HEAD carries the headers the patched GET would (no length, weak ETag), and destroys the patch', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100', etag: '"h1"' });
+      res.end();
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`, {}, 'HEAD');
+    expect(reply.status).toBe(200);
+    expect(reply.headers['content-length']).toBeUndefined();
+    expect(reply.headers.etag).toBe('W/"h1"');
+    expect(shim.seen.patches).toBe(1);
+    expect(shim.seen.destroyed).toBe(1);
+  });
+
+  it('a 304 carries the weak validator the 200 carried', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(304, { etag: '"h1"' });
+      res.end();
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`, { 'if-none-match': 'W/"h1"' });
+    expect(reply.status).toBe(304);
+    expect(reply.headers.etag).toBe('W/"h1"');
+    expect(shim.seen.statuses).toEqual([304]);
+    expect(shim.seen.destroyed).toBe(1);
+  });
+});
+
+describe('what is not patched', () => {
+  it('an unsupported coding streams untouched and is counted', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'zstd', 'content-length': '5' });
+      res.end('aaaaa');
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`);
+    expect(reply.body.toString()).toBe('aaaaa');
+    expect(reply.headers['content-length']).toBe('5');
+    expect(
+      await metricValue(shim.metrics, 'shim_response_patches_skipped_total', 'reason="unsupported_encoding"'),
+    ).toBe(1);
+    expect(shim.seen.destroyed).toBe(1);
+  });
+
+  it('Range and If-Range are not forwarded when a hook has onResponse', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end('x');
+    });
+    const shim = await startCore(up.url);
+    await get(`${shim.url}/things`, { range: 'bytes=0-1', 'if-range': '"v"' });
+    expect(up.requests[0]?.range).toBeUndefined();
+    expect(up.requests[0]?.['if-range']).toBeUndefined();
+  });
+
+  it('a skipped outcome is counted and logged', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(BODY);
+    });
+    const shim = await startCore(up.url, {}, 10);
+    const reply = await get(`${shim.url}/things`);
+    expect(reply.status).toBe(200);
+    expect(
+      await metricValue(shim.metrics, 'shim_response_patches_skipped_total', 'reason="value_too_large"'),
+    ).toBe(1);
+    expect(
+      shim.logs().some((l) => l.reason === 'value_too_large' && l.msg === 'response forwarded unpatched'),
+    ).toBe(true);
+  });
+});
+
+describe('Vary', () => {
+  it.each([
+    [undefined, 'Service-Client-Version'],
+    ['Accept-Encoding', 'Accept-Encoding, Service-Client-Version'],
+    ['service-client-version', 'service-client-version'],
+    ['*', '*'],
+  ])('upstream Vary %j → %j, on unpatched responses too', async (vary, expected) => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'image/png', ...(vary && { vary }) });
+      res.end('png');
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/img`);
+    expect(reply.rawHeaders.filter((h) => h.toLowerCase() === 'vary')).toHaveLength(1);
+    expect(reply.headers.vary).toBe(expected);
+  });
+
+  it('shim-made responses carry it too', async () => {
+    const shim = await startCore('http://127.0.0.1:9');
+    const reply = await send(shim.url, 'GET', '/things', { 'x-api-key': 'k' });
+    expect(reply.status).toBe(426);
+    expect(reply.headers.vary).toBe('Service-Client-Version');
+  });
+});
+
+describe('an upstream that dies mid-body on a patched route', () => {
+  it('no byte out yet → 502 JSON; log and metrics agree', async () => {
+    // The test patch emits as it goes, so the upstream dies before its first body byte.
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+      res.flushHeaders();
+      setTimeout(() => res.socket?.destroy(), 30);
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`);
+    expect(reply.status).toBe(502);
+    expect(JSON.parse(reply.body.toString())).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
+    expect(await metricValue(shim.metrics, 'shim_upstream_errors_total', 'kind="reset"')).toBe(1);
+    const line = shim.logs().find((l) => l.msg === 'request completed');
+    expect(line?.res).toMatchObject({ statusCode: 502 });
+    expect(line?.upstreamError).toBeDefined();
+    const requests = await shim.metrics.registry.getSingleMetricAsString('shim_requests_total');
+    expect(requests).toMatch(/status="502"\} 1/);
+  });
+
+  it('a gzip body cut before it decodes to anything → 502 JSON', async () => {
+    const encoded = zlib.gzipSync(Buffer.from(BODY));
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, {
+        'content-type': 'text/plain',
+        'content-encoding': 'gzip',
+        'content-length': encoded.length,
+      });
+      res.write(encoded.subarray(0, 5));
+      setTimeout(() => res.socket?.destroy(), 30);
+    });
+    const shim = await startCore(up.url);
+    const reply = await get(`${shim.url}/things`);
+    expect(reply.status).toBe(502);
+  });
+
+  it('bytes already out → the connection is aborted, as for a pass-through', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+      res.write('abc'.repeat(10));
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    const shim = await startCore(up.url);
+    const outcome = await getOutcome(`${shim.url}/things`, CLIENT);
+    expect(outcome.status).toBe(200);
+    expect(outcome.complete).toBe(false);
+    expect(await metricValue(shim.metrics, 'shim_upstream_errors_total', 'kind="reset"')).toBe(1);
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * The process-wide buffer budget (MAX_BUFFERED_BYTES, issue 9 item 2): all-or-nothing reservations,
+ * releases that never widen it.
+ */
+import { describe, expect, it } from 'vitest';
+import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
+
+describe('createBufferBudget', () => {
+  it('reserves up to the limit exactly, then refuses without reserving', () => {
+    const budget = createBufferBudget(100);
+    expect(budget.tryReserve(60)).toBe(true);
+    expect(budget.tryReserve(40)).toBe(true);
+    expect(budget.used).toBe(100);
+    expect(budget.tryReserve(1)).toBe(false);
+    expect(budget.used).toBe(100);
+  });
+
+  it('a refused reservation takes nothing, a smaller one still fits', () => {
+    const budget = createBufferBudget(100);
+    budget.tryReserve(50);
+    expect(budget.tryReserve(51)).toBe(false);
+    expect(budget.tryReserve(50)).toBe(true);
+  });
+
+  it('release gives room back and never goes below zero', () => {
+    const budget = createBufferBudget(10);
+    budget.tryReserve(10);
+    budget.release(4);
+    expect(budget.used).toBe(6);
+    budget.release(100);
+    expect(budget.used).toBe(0);
+    expect(budget.tryReserve(11)).toBe(false);
+  });
+
+  it('refuses negative reservations', () => {
+    expect(createBufferBudget(10).tryReserve(-1)).toBe(false);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('rejects the limit %s', (limit) => {
+    expect(() => createBufferBudget(limit)).toThrow(RangeError);
+  });
+});
+
+describe('Reservation', () => {
+  it('grows, and releases everything exactly once', () => {
+    const budget = createBufferBudget(100);
+    const r = new Reservation(budget);
+    expect(r.grow(30)).toBe(true);
+    expect(r.grow(30)).toBe(true);
+    expect(r.grow(50)).toBe(false);
+    expect(r.bytes).toBe(60);
+    expect(budget.used).toBe(60);
+    budget.tryReserve(10); // someone else's
+    r.release();
+    r.release();
+    expect(budget.used).toBe(10);
+    expect(r.bytes).toBe(0);
+  });
+});

@@ -1,0 +1,195 @@
+/**
+ * Building the upstream request (SPEC §4; RFC 9110 §7.6.1, RFC 9112 §6): the smuggling defences as
+ * pure functions — given the client's headers, the upstream's headers and framing.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import {
+  buildUpstreamHeaders,
+  type ClientHead,
+  hasRequestBody,
+  requestFraming,
+  upstreamTarget,
+} from '../../../src/proxy/outgoing-request.ts';
+
+const client = (headers: IncomingHttpHeaders, over: Partial<ClientHead> = {}): ClientHead => ({
+  headers: { host: 'shim.test', ...headers },
+  remoteAddress: '10.0.0.7',
+  encrypted: false,
+  ...over,
+});
+
+/** The built headers as `[name, value]` pairs with lower-cased names. */
+const pairs = (flat: string[]) => {
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i < flat.length; i += 2)
+    out.push([(flat[i] as string).toLowerCase(), flat[i + 1] as string]);
+  return out;
+};
+const values = (flat: string[], name: string) =>
+  pairs(flat)
+    .filter(([n]) => n === name)
+    .map(([, v]) => v);
+
+describe('requestFraming', () => {
+  it.each<[string, IncomingHttpHeaders, number | undefined, unknown]>([
+    ['no body', {}, undefined, { kind: 'none' }],
+    ['Content-Length', { 'content-length': '12' }, undefined, { kind: 'length', length: 12 }],
+    ['Content-Length 0', { 'content-length': '0' }, undefined, { kind: 'length', length: 0 }],
+    ['chunked', { 'transfer-encoding': 'chunked' }, undefined, { kind: 'chunked' }],
+    ['odd spelling of chunked', { 'transfer-encoding': 'gzip, cHuNkEd' }, undefined, { kind: 'chunked' }],
+    [
+      'both (TE wins, RFC 9112 §6.3)',
+      { 'transfer-encoding': 'chunked', 'content-length': '5' },
+      undefined,
+      { kind: 'chunked' },
+    ],
+    ['a rewritten body', { 'transfer-encoding': 'chunked' }, 42, { kind: 'length', length: 42 }],
+  ])('%s', (_name, headers, rewritten, expected) => {
+    expect(requestFraming(headers, rewritten)).toEqual(expected);
+  });
+});
+
+describe('hasRequestBody', () => {
+  it.each<[IncomingHttpHeaders, boolean]>([
+    [{}, false],
+    [{ 'content-length': '0' }, false],
+    [{ 'content-length': '1' }, true],
+    [{ 'transfer-encoding': 'chunked' }, true],
+  ])('%j → %s', (headers, expected) => expect(hasRequestBody(headers)).toBe(expected));
+});
+
+describe('buildUpstreamHeaders', () => {
+  it('keeps end-to-end headers and the client Host, in order', () => {
+    const { headers } = buildUpstreamHeaders(client({ accept: 'application/json', 'x-api-key': 'k' }));
+    expect(pairs(headers).slice(0, 3)).toEqual([
+      ['host', 'shim.test'],
+      ['accept', 'application/json'],
+      ['x-api-key', 'k'],
+    ]);
+  });
+
+  it('drops hop-by-hop headers (RFC 9110 §7.6.1)', () => {
+    const { headers } = buildUpstreamHeaders(
+      client({
+        connection: 'keep-alive',
+        'keep-alive': 'timeout=5',
+        'proxy-connection': 'keep-alive',
+        'proxy-authorization': 'Basic x',
+        te: 'trailers',
+        trailer: 'x',
+        upgrade: 'h2c',
+      }),
+    );
+    expect(pairs(headers).map(([n]) => n)).toEqual([
+      'host',
+      'x-forwarded-for',
+      'x-forwarded-proto',
+      'x-forwarded-host',
+    ]);
+  });
+
+  it('drops the headers Connection names, but never Host', () => {
+    const { headers } = buildUpstreamHeaders(
+      client({ connection: 'X-Secret, host', 'x-secret': 's', 'x-other': 'o' }),
+    );
+    expect(values(headers, 'x-secret')).toEqual([]);
+    expect(values(headers, 'x-other')).toEqual(['o']);
+    expect(values(headers, 'host')).toEqual(['shim.test']);
+  });
+
+  it('re-frames a body of known length even when Connection names Content-Length (smuggling)', () => {
+    const { headers, framing } = buildUpstreamHeaders(
+      client({ connection: 'content-length', 'content-length': '5' }),
+    );
+    expect(values(headers, 'content-length')).toEqual(['5']);
+    expect(framing).toEqual({ kind: 'length', length: 5 });
+  });
+
+  it('re-chunks a chunked body even when Connection names Transfer-Encoding', () => {
+    const { headers, framing } = buildUpstreamHeaders(
+      client({ connection: 'transfer-encoding', 'transfer-encoding': 'gzip, chunked' }),
+    );
+    expect(values(headers, 'transfer-encoding')).toEqual(['chunked']);
+    expect(values(headers, 'content-length')).toEqual([]);
+    expect(framing.kind).toBe('chunked');
+  });
+
+  it('never sends both Content-Length and Transfer-Encoding', () => {
+    const { headers } = buildUpstreamHeaders(
+      client({ 'transfer-encoding': 'chunked', 'content-length': '3' }),
+    );
+    expect(values(headers, 'content-length')).toEqual([]);
+    expect(values(headers, 'transfer-encoding')).toEqual(['chunked']);
+  });
+
+  it('frames a rewritten body with its own length', () => {
+    const { headers } = buildUpstreamHeaders(client({ 'transfer-encoding': 'chunked' }), {
+      rewrittenLength: 17,
+    });
+    expect(values(headers, 'content-length')).toEqual(['17']);
+    expect(values(headers, 'transfer-encoding')).toEqual([]);
+  });
+
+  it('sends no framing header for a request without a body', () => {
+    const { headers, framing } = buildUpstreamHeaders(client({}));
+    expect(values(headers, 'content-length')).toEqual([]);
+    expect(values(headers, 'transfer-encoding')).toEqual([]);
+    expect(framing).toEqual({ kind: 'none' });
+  });
+
+  it('drops Expect: Node already answered 100 Continue', () => {
+    const { headers } = buildUpstreamHeaders(client({ expect: '100-continue', 'content-length': '3' }));
+    expect(values(headers, 'expect')).toEqual([]);
+  });
+
+  it('appends this hop to X-Forwarded-For, -Proto and -Host', () => {
+    const { headers } = buildUpstreamHeaders(
+      client(
+        {
+          'x-forwarded-for': '1.1.1.1, 2.2.2.2',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-host': 'edge.test',
+        },
+        { encrypted: true },
+      ),
+    );
+    expect(values(headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 2.2.2.2, 10.0.0.7']);
+    expect(values(headers, 'x-forwarded-proto')).toEqual(['https, https']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['edge.test, shim.test']);
+  });
+
+  it('starts X-Forwarded-* when the client sent none, and skips an unknown address', () => {
+    const { headers } = buildUpstreamHeaders(client({}, { remoteAddress: undefined }));
+    expect(values(headers, 'x-forwarded-for')).toEqual([]);
+    expect(values(headers, 'x-forwarded-proto')).toEqual(['http']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['shim.test']);
+  });
+
+  it('drops Range and If-Range only when asked (a response hook may patch the body)', () => {
+    const h = { range: 'bytes=0-9', 'if-range': '"e1"' };
+    expect(values(buildUpstreamHeaders(client(h)).headers, 'range')).toEqual(['bytes=0-9']);
+    const dropped = buildUpstreamHeaders(client(h), { dropRange: true }).headers;
+    expect(values(dropped, 'range')).toEqual([]);
+    expect(values(dropped, 'if-range')).toEqual([]);
+  });
+
+  it('forwards the joined Cookie the gates judged, as one header', () => {
+    const { headers } = buildUpstreamHeaders(client({ cookie: 'authtoken=a; refreshtoken=r' }));
+    expect(values(headers, 'cookie')).toEqual(['authtoken=a; refreshtoken=r']);
+  });
+
+  it('forwards every value of a header Node keeps as a list', () => {
+    const { headers } = buildUpstreamHeaders(client({ 'set-cookie': ['a=1', 'b=2'] }));
+    expect(values(headers, 'set-cookie')).toEqual(['a=1', 'b=2']);
+  });
+});
+
+describe('upstreamTarget', () => {
+  it.each([
+    ['/', '/missions?x=1', '/missions?x=1'],
+    ['', '/missions', '/missions'],
+    ['/api', '/missions', '/api/missions'],
+    ['/api/', '/missions', '/api/missions'],
+  ])('%j + %j → %j', (prefix, target, expected) => expect(upstreamTarget(prefix, target)).toBe(expected));
+});

@@ -1,0 +1,136 @@
+/**
+ * The response-patch seam (SPEC §6, CONTRACT ResponsePatch): patches chained, outcomes combined, and
+ * the stream stage with a small test patch (no socket).
+ */
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { describe, expect, it } from 'vitest';
+import { chainPatches, combinedOutcome, PatchStream } from '../../../src/proxy/response-patch.ts';
+import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
+
+/** Upper-cases every byte; holds back the last byte of each chunk until the next (to test end()). */
+function upperCasing(): ResponsePatch & { destroyed: number } {
+  let held: Buffer | undefined;
+  let changed = false;
+  return {
+    destroyed: 0,
+    write(chunk, emit) {
+      const all = held ? Buffer.concat([held, chunk]) : chunk;
+      const upper = Buffer.from(all.toString('latin1').toUpperCase(), 'latin1');
+      if (!upper.equals(all)) changed = true;
+      held = upper.subarray(upper.length - 1);
+      emit(upper.subarray(0, upper.length - 1));
+    },
+    end(emit) {
+      if (held) emit(held);
+      held = undefined;
+    },
+    destroy() {
+      this.destroyed++;
+      held = undefined;
+    },
+    get outcome(): PatchOutcome {
+      return changed ? { kind: 'patched' } : { kind: 'unchanged' };
+    },
+  };
+}
+
+/** Inserts `!` after every `a`. */
+function exclaiming(): ResponsePatch {
+  return {
+    write(chunk, emit) {
+      emit(Buffer.from(chunk.toString('latin1').replaceAll('A', 'A!'), 'latin1'));
+    },
+    end() {},
+    destroy() {},
+    outcome: { kind: 'unchanged' },
+  };
+}
+
+const collect = (patch: ResponsePatch, chunks: string[]) => {
+  const out: string[] = [];
+  const emit = (b: Buffer) => out.push(b.toString('latin1'));
+  for (const c of chunks) patch.write(Buffer.from(c, 'latin1'), emit);
+  patch.end(emit);
+  return out.join('');
+};
+
+describe('chainPatches', () => {
+  it('returns a single patch as is', () => {
+    const p = upperCasing();
+    expect(chainPatches([p])).toBe(p);
+  });
+
+  it('feeds each patch what the one before emitted, in order, through end()', () => {
+    const chained = chainPatches([upperCasing(), exclaiming()]);
+    expect(collect(chained, ['ab', 'ca', 'a'])).toBe('A!BCA!A!');
+  });
+
+  it('destroys every patch', () => {
+    const a = upperCasing();
+    const b = upperCasing();
+    chainPatches([a, b]).destroy();
+    expect([a.destroyed, b.destroyed]).toEqual([1, 1]);
+  });
+
+  it('rejects an empty list', () => {
+    expect(() => chainPatches([])).toThrow(RangeError);
+  });
+});
+
+describe('combinedOutcome', () => {
+  it.each<[PatchOutcome[], PatchOutcome]>([
+    [[{ kind: 'unchanged' }, { kind: 'unchanged' }], { kind: 'unchanged' }],
+    [[{ kind: 'unchanged' }, { kind: 'patched' }], { kind: 'patched' }],
+    [[{ kind: 'patched' }, { kind: 'skipped', reason: 'too_deep' }], { kind: 'skipped', reason: 'too_deep' }],
+  ])('%j → %j', (outcomes, expected) => expect(combinedOutcome(outcomes)).toEqual(expected));
+});
+
+describe('PatchStream', () => {
+  it('streams the patched bytes, and what end() emits last', async () => {
+    const out: string[] = [];
+    await pipeline(
+      Readable.from([Buffer.from('hello '), Buffer.from('world')]),
+      new PatchStream(upperCasing()),
+      new Writable({
+        write(chunk: Buffer, _e, cb) {
+          out.push(chunk.toString());
+          cb();
+        },
+      }),
+    );
+    expect(out.join('')).toBe('HELLO WORLD');
+    // bytes leave as they arrive: the first chunk's bytes before the second was read
+    expect(out[0]).toBe('HELLO');
+  });
+
+  it('destroys the patch when the stage is destroyed (client gone, upstream failed)', () => {
+    const patch = upperCasing();
+    const stage = new PatchStream(patch);
+    stage.on('error', () => {});
+    stage.destroy(new Error('gone'));
+    expect(patch.destroyed).toBe(1);
+  });
+});
+
+describe('PatchStream outcome', () => {
+  it('reports the final outcome before the next stage ends (so before the response finishes)', async () => {
+    const events: string[] = [];
+    await pipeline(
+      Readable.from([Buffer.from('abc')]),
+      new PatchStream(upperCasing(), (outcome) => events.push(`outcome ${outcome.kind}`)),
+      new Writable({
+        write(chunk: Buffer, _e, cb) {
+          events.push(`bytes ${chunk.toString()}`);
+          cb();
+        },
+        final(cb) {
+          events.push('final');
+          cb();
+        },
+      }),
+    );
+    expect(events.indexOf('outcome patched')).toBeGreaterThan(-1);
+    expect(events.indexOf('outcome patched')).toBeLessThan(events.indexOf('final'));
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * The upstream pool (SPEC §4; issue 10 item 2): the agent by the upstream's protocol, verification
+ * on, SNI from the URL host (never the client's Host), extra CAs added to Node's roots.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { rootCertificates } from 'node:tls';
+import { describe, expect, it } from 'vitest';
+import { createUpstreamTransport, tlsServerName } from '../../../src/proxy/upstream-agent.ts';
+
+describe('tlsServerName', () => {
+  it.each([
+    ['api.internal', 'api.internal'],
+    ['localhost', 'localhost'],
+    ['127.0.0.1', ''],
+    ['[::1]', ''],
+  ])('%s → %j', (host, expected) => expect(tlsServerName(host)).toBe(expected));
+});
+
+describe('createUpstreamTransport', () => {
+  it('http: a keep-alive http.Agent, port 80 by default', () => {
+    const t = createUpstreamTransport(new URL('http://backend'));
+    expect(t.agent).toBeInstanceOf(http.Agent);
+    expect(t.agent).not.toBeInstanceOf(https.Agent);
+    expect(t.request).toBe(http.request);
+    expect(t.target).toEqual({ protocol: 'http:', hostname: 'backend', port: 80 });
+    expect((t.agent as http.Agent & { keepAlive: boolean }).keepAlive).toBe(true);
+    t.agent.destroy();
+  });
+
+  it('https: a keep-alive https.Agent that verifies, SNI from the URL host', () => {
+    const t = createUpstreamTransport(new URL('https://api.internal:8443/base'));
+    expect(t.agent).toBeInstanceOf(https.Agent);
+    expect(t.target).toEqual({
+      protocol: 'https:',
+      hostname: 'api.internal',
+      port: 8443,
+      servername: 'api.internal',
+    });
+    const options = (t.agent as https.Agent & { options: https.AgentOptions }).options;
+    expect(options.rejectUnauthorized).toBe(true);
+    expect(options.keepAlive).toBe(true);
+    expect(options.ca).toBeUndefined();
+    t.agent.destroy();
+  });
+
+  it('https with a CA bundle: trusted in addition to Node’s roots', () => {
+    const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+    const t = createUpstreamTransport(new URL('https://127.0.0.1'), pem);
+    const options = (t.agent as https.Agent & { options: https.AgentOptions }).options;
+    expect(options.ca).toEqual([...rootCertificates, pem]);
+    expect(t.target).toMatchObject({ port: 443, servername: '' });
+    t.agent.destroy();
+  });
+
+  it('refuses another protocol', () => {
+    expect(() => createUpstreamTransport(new URL('ftp://x'))).toThrow(/unsupported/);
+  });
+});

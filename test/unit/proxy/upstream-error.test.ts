@@ -1,0 +1,97 @@
+/**
+ * The upstream-error decision (SPEC §4: 502, or 504 for a timeout; RFC 9110 §9.2.2 for the one
+ * idempotent replay; an aborted connection once the response has started).
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  decideUpstreamFailure,
+  IDEMPOTENT_METHODS,
+  type UpstreamFailure,
+  upstreamErrorKind,
+} from '../../../src/proxy/upstream-error.ts';
+
+const error = (code?: string): NodeJS.ErrnoException =>
+  Object.assign(new Error('upstream failed'), code ? { code } : {});
+
+const failure = (over: Partial<UpstreamFailure> = {}): UpstreamFailure => ({
+  error: error('ECONNRESET'),
+  timedOut: false,
+  headReceived: false,
+  clientStarted: false,
+  reusedSocket: false,
+  replayable: false,
+  replayed: false,
+  ...over,
+});
+
+describe('upstreamErrorKind', () => {
+  it.each<[string | undefined, string]>([
+    ['ECONNREFUSED', 'refused'],
+    ['ENOTFOUND', 'refused'],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', 'refused'],
+    ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'refused'],
+    ['ERR_TLS_CERT_ALTNAME_INVALID', 'refused'],
+    ['HPE_INVALID_CONSTANT', 'invalid'],
+    ['Z_DATA_ERROR', 'invalid'],
+    ['ERR__ERROR_FORMAT_PADDING_1', 'invalid'],
+    ['ESHIMTIMEDOUT', 'timeout'],
+    ['ECONNRESET', 'reset'],
+    [undefined, 'reset'],
+  ])('%s → %s', (code, kind) => expect(upstreamErrorKind(error(code))).toBe(kind));
+});
+
+describe('decideUpstreamFailure', () => {
+  it('replays once: reset on a reused pooled socket, idempotent with the body held, nothing received', () => {
+    expect(decideUpstreamFailure(failure({ reusedSocket: true, replayable: true }))).toEqual({
+      action: 'replay',
+    });
+  });
+
+  it.each<[string, Partial<UpstreamFailure>]>([
+    ['a fresh socket', { reusedSocket: false }],
+    ['a non-replayable request (streamed body or POST)', { replayable: false }],
+    ['a second attempt', { replayed: true }],
+    ['a timeout', { timedOut: true }],
+    ['after the upstream head', { headReceived: true }],
+    ['a refused connection', { error: error('ECONNREFUSED') }],
+  ])('never replays %s', (_name, over) => {
+    const decision = decideUpstreamFailure(failure({ reusedSocket: true, replayable: true, ...over }));
+    expect(decision.action).not.toBe('replay');
+  });
+
+  it.each<[string, Partial<UpstreamFailure>, unknown]>([
+    [
+      'refused → 502',
+      { error: error('ECONNREFUSED') },
+      { kind: 'refused', status: 502, reason: 'upstream_refused' },
+    ],
+    ['reset → 502', {}, { kind: 'reset', status: 502, reason: 'upstream_reset' }],
+    ['invalid → 502', { error: error('HPE_INVALID_CONSTANT') }, { kind: 'invalid', status: 502 }],
+    ['timeout → 504', { timedOut: true }, { kind: 'timeout', status: 504, reason: 'upstream_timeout' }],
+    ['patched route, head in, no byte out → 502', { headReceived: true }, { kind: 'reset', status: 502 }],
+  ])('responds while the client has nothing: %s', (_name, over, expected) => {
+    expect(decideUpstreamFailure(failure(over))).toMatchObject({
+      action: 'respond',
+      ...(expected as object),
+    });
+  });
+
+  it('aborts once the client response has started, whatever the cause', () => {
+    expect(decideUpstreamFailure(failure({ headReceived: true, clientStarted: true }))).toEqual({
+      action: 'abort',
+      kind: 'reset',
+    });
+    expect(
+      decideUpstreamFailure(failure({ headReceived: true, clientStarted: true, timedOut: true })),
+    ).toEqual({
+      action: 'abort',
+      kind: 'timeout',
+    });
+  });
+});
+
+describe('IDEMPOTENT_METHODS', () => {
+  it('are the RFC 9110 §9.2.2 ones', () => {
+    expect([...IDEMPOTENT_METHODS].sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PUT', 'TRACE']);
+  });
+});
