@@ -46,23 +46,38 @@ export interface BodyRewrite {
   rewrite(body: Buffer): Buffer;
 }
 
-/**
- * Result of a response patch: the new body, the upstream's bytes unchanged, or unchanged because the
- * patch could not apply (counted in `shim_response_patches_skipped_total{reason}` and logged).
- */
-export type PatchOutcome =
-  | { readonly kind: 'patched'; readonly body: Buffer }
-  | { readonly kind: 'unchanged' }
-  | { readonly kind: 'skipped'; readonly reason: 'invalid_json' | 'too_deep' };
+/** Why a streaming patch stopped patching (counted in shim_response_patches_skipped_total{reason}). */
+export type PatchSkipReason = 'invalid_json' | 'too_deep' | 'value_too_large' | 'budget_exhausted';
 
-/** A patch of one upstream response, chosen from its status and headers before any byte of body is read. */
+/** Outcome of a response patch so far; final after end(). */
+export type PatchOutcome =
+  | { readonly kind: 'patched' }      // at least one member was inserted
+  | { readonly kind: 'unchanged' }    // the bytes passed as the upstream sent them
+  | { readonly kind: 'skipped'; readonly reason: PatchSkipReason }; // stopped patching from some point on; the rest passed verbatim (inserted members before that point stay)
+
+/**
+ * A streaming patch of one response body (decoded bytes in, patched bytes out), created from the
+ * response head before any body byte. Holds back only the value of a member it must copy, bounded
+ * per response (MAX_PATCH_VALUE) and process-wide (the BufferBudget); everything else is emitted at once.
+ */
 export interface ResponsePatch {
-  /**
-   * Patches the complete response body, already decoded from `Content-Encoding`, at most
-   * `MAX_PATCH_BODY` bytes (above that the core forwards the response unpatched and counts `too_large`).
-   * Must not throw for any input.
-   */
-  patch(body: Buffer): PatchOutcome;
+  /** Next chunk of the decoded body; calls emit 0..n times with bytes ready to send, in order. Never throws. */
+  write(chunk: Buffer, emit: (bytes: Buffer) => void): void;
+  /** The body ended: emits whatever is still held. Never throws. */
+  end(emit: (bytes: Buffer) => void): void;
+  /** The exchange was abandoned mid-body: drop held bytes, release budget reservations. Idempotent. */
+  destroy(): void;
+  readonly outcome: PatchOutcome;
+}
+
+/** The process-wide bound on bytes held for rewrites and patches (MAX_BUFFERED_BYTES). */
+export interface BufferBudget {
+  /** Reserves `bytes`; returns false and reserves nothing when the total would exceed the limit. */
+  tryReserve(bytes: number): boolean;
+  /** Returns `bytes` reserved earlier. */
+  release(bytes: number): void;
+  readonly used: number;   // bytes
+  readonly limit: number;  // bytes
 }
 
 /** What a plugin wants done to one exchange. Every member is optional. */
@@ -97,4 +112,5 @@ export interface PluginContext {
   readonly logger: Logger;
   /** The shared Prometheus registry; plugins register their own bounded-label metrics on it. */
   readonly registry: Registry;
+  readonly budget: BufferBudget;
 }
