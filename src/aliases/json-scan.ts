@@ -450,6 +450,18 @@ const N_E = 4;
 const N_ESIGN = 6;
 const N_EXP = 7;
 
+// What an error message says was expected.
+const E_AFTER_TEXT = 0;
+const E_OBJECT_NEXT = 1;
+const E_ARRAY_NEXT = 2;
+const E_KEY = 3;
+const E_COLON = 4;
+const E_VALUE = 5;
+const E_VALUE_HINT = 6;
+
+/** `c` at the end of a chunk (never a byte). */
+const END = -1;
+
 const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')];
 
 /** Set by {@link scanStringChunk} when it returns -2: the offset of the sequence it could not finish. */
@@ -463,6 +475,7 @@ let stringStop = 0;
  */
 function scanStringChunk(text: Buffer, i: number, n: number): number {
   for (;;) {
+    // In-bounds loads only: a load that has seen the end of a typed array makes V8 slower on every byte.
     if (i >= n) {
       stringStop = i;
       return -2;
@@ -552,256 +565,354 @@ export class JsonStreamScanner {
    *   (the scanner is then spent and ignores further chunks). Never throws unless the handler does.
    */
   write(text: Buffer, handler: StreamScanHandler): ScanStatus {
-    let state = this.#state;
-    if (state === S_SPENT) return SCAN_OK;
+    if (this.#state === S_SPENT) return SCAN_OK;
     const n = text.length;
     const base = this.#base;
+    let i = 0;
+    if (this.#state >= S_OPEN_ARRAY && this.#state !== S_MEMBER_VALUE) {
+      // A token cut by the end of the previous chunk: finish it apart, keeping this loop small.
+      i = this.#resume(text, n);
+      if (i === -1) return this.#state === S_SPENT ? SCAN_INVALID : SCAN_OK;
+    }
+    let state = this.#state;
     let stack = this.#stack;
     let depth = this.#depth;
-    let i = 0;
-    let c: number | undefined;
-    const invalid = (offset: number, message: string): ScanStatus => {
-      this.error = { offset: base + offset, message };
-      this.#state = S_SPENT;
-      return SCAN_INVALID;
-    };
-    const stopped = (): ScanStatus => {
-      this.#state = S_SPENT;
-      return SCAN_STOPPED;
-    };
+    let c: number;
+    let isKey = false;
 
     for (;;) {
-      switch (state) {
-        case S_AFTER: {
-          if (depth === 0) {
-            while (i < n && isWhitespace(text[i])) i++;
-            if (i < n) return invalid(i, `unexpected ${found(text, i)} after the JSON value`);
+      if (state === S_AFTER) {
+        if (depth === 0) {
+          while (i < n && isWhitespace(text[i]!)) i++;
+          if (i < n) return this.#unexpected(text, i, E_AFTER_TEXT);
+          break;
+        }
+        const flags = stack[depth]!;
+        if ((flags & CURRENT_REPORTED) !== 0) {
+          stack[depth] = flags & ~CURRENT_REPORTED;
+          if (!handler.onValue(depth, base + i)) return this.#stop();
+        }
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x2c) {
+          i++;
+          state = (flags & IS_OBJECT) !== 0 ? S_KEY : S_VALUE;
+          continue;
+        }
+        if ((flags & IS_OBJECT) !== 0) {
+          if (c !== 0x7d) return this.#unexpected(text, i, E_OBJECT_NEXT);
+          if ((flags & HAS_REPORTED) !== 0 && !handler.onObjectEnd(depth, base + i)) return this.#stop();
+        } else if (c !== 0x5d) {
+          return this.#unexpected(text, i, E_ARRAY_NEXT);
+        }
+        depth--;
+        i++;
+        continue;
+      }
+
+      if (state === S_VALUE) {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x7b || c === 0x5b) {
+          if (depth >= this.#maxNesting) return this.#tooDeep();
+          depth++;
+          if (depth === stack.length) stack = this.#grow();
+          const isObject = c === 0x7b;
+          stack[depth] = isObject ? IS_OBJECT : 0;
+          c = ++i < n ? text[i]! : END;
+          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+          if (c === END) {
+            state = isObject ? S_OPEN_OBJECT : S_OPEN_ARRAY;
             break;
           }
-          const flags = stack[depth]!;
-          if ((flags & CURRENT_REPORTED) !== 0) {
-            stack[depth] = flags & ~CURRENT_REPORTED;
-            if (!handler.onValue(depth, base + i)) return stopped();
-          }
-          c = text[i];
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-          if (c === undefined) break;
-          if (c === 0x2c) {
+          if (c === (isObject ? 0x7d : 0x5d)) {
+            depth--;
             i++;
-            state = (flags & IS_OBJECT) !== 0 ? S_KEY : S_VALUE;
-            continue;
+            state = S_AFTER;
+          } else {
+            state = isObject ? S_KEY : S_VALUE;
           }
-          if ((flags & IS_OBJECT) !== 0) {
-            if (c !== 0x7d) return invalid(i, `expected ',' or '}' but found ${found(text, i)}`);
-            if ((flags & HAS_REPORTED) !== 0 && !handler.onObjectEnd(depth, base + i)) return stopped();
-          } else if (c !== 0x5d) {
-            return invalid(i, `expected ',' or ']' but found ${found(text, i)}`);
+          continue;
+        }
+        if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+          this.#numSub = c === 0x2d ? N_MINUS : c === 0x30 ? N_ZERO : N_INT;
+          i = this.#number(text, i + 1, n);
+          if (i === -1) return this.#fault();
+          if (i === -2) {
+            state = S_NUMBER;
+            break;
           }
+          state = S_AFTER;
+          continue;
+        }
+        if (c !== 0x22) {
+          i = this.#literalStart(text, i, n, c);
+          if (i === -1) return SCAN_INVALID;
+          if (i === -2) {
+            state = S_LITERAL;
+            break;
+          }
+          state = S_AFTER;
+          continue;
+        }
+        // A string value: scanned below, with the keys (one call site, so that V8 inlines it).
+      } else if (state === S_MEMBER_VALUE) {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (!handler.onMember(depth, this.#reportedName, base + i)) return this.#stop();
+        state = S_VALUE;
+        continue;
+      } else {
+        // S_KEY, S_OPEN_OBJECT
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x7d && state === S_OPEN_OBJECT) {
           depth--;
           i++;
+          state = S_AFTER;
           continue;
         }
+        if (c !== 0x22) return this.#unexpected(text, i, E_KEY);
+        isKey = true;
+      }
 
-        case S_OPEN_OBJECT:
-        case S_KEY: {
-          c = text[i];
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-          if (c === undefined) break;
-          if (c === 0x7d && state === S_OPEN_OBJECT) {
-            depth--;
-            i++;
-            state = S_AFTER;
-            continue;
-          }
-          if (c !== 0x22) return invalid(i, `expected a string key but found ${found(text, i)}`);
-          const keyStart = i;
-          stringHadEscape = false;
-          i = scanStringChunk(text, i + 1, n);
+      // A string (a key when `isKey`) starts at i.
+      const stringStart = i;
+      stringHadEscape = false;
+      i = scanStringChunk(text, i + 1, n);
+      if (!isKey) {
+        if (i < 0) {
+          if (i === -1) return this.#fault();
+          i = this.#stringTail(text, stringStop, n);
           if (i === -1) return this.#fault();
           if (i === -2) {
-            this.#keyEscaped = stringHadEscape;
-            this.#keyLength = 0;
-            i = this.#stringTail(text, stringStop, n);
-            if (i === -1) return this.#fault();
-            if (i === -2) {
-              this.#keyAppend(text, keyStart, n);
-              state = S_KEY_STRING;
-              break;
-            }
-            // The sequence that might have crossed the end did not: the key closes in this chunk.
-            this.#reportedName = this.#names.match(text, keyStart, i, this.#keyEscaped);
-            state = S_COLON;
-            continue;
-          }
-          this.#reportedName = this.#names.match(text, keyStart, i, stringHadEscape);
-          state = S_COLON;
-          continue;
-        }
-
-        case S_KEY_STRING: {
-          const from = i;
-          i = this.#resumeString(text, n);
-          if (i === -1) return this.#fault();
-          if (i === -2) {
-            this.#keyAppend(text, from, n);
+            state = S_STRING;
             break;
           }
-          this.#keyAppend(text, from, i);
-          this.#reportedName =
-            this.#keyLength <= this.#keyBuf.length
-              ? this.#names.match(this.#keyBuf, 0, this.#keyLength, this.#keyEscaped)
-              : -1;
-          state = S_COLON;
-          continue;
         }
+        state = S_AFTER;
+        continue;
+      }
+      isKey = false;
+      const keyStart = stringStart;
+      let name: number;
+      if (i >= 0) {
+        name = this.#names.match(text, keyStart, i, stringHadEscape);
+      } else {
+        if (i === -1) return this.#fault();
+        i = this.#keyTail(text, keyStart, n);
+        if (i === -1) return this.#fault();
+        if (i === -2) {
+          state = S_KEY_STRING;
+          break;
+        }
+        name = this.#names.match(text, keyStart, i, this.#keyEscaped);
+      }
+      // The ':' after the key, inline (the common case: in the same chunk).
+      c = i < n ? text[i]! : END;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+      this.#reportedName = name;
+      if (c === 0x3a) {
+        i++;
+        if (name >= 0) {
+          stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
+          state = S_MEMBER_VALUE;
+        } else {
+          state = S_VALUE;
+        }
+        continue;
+      }
+      if (c !== END) return this.#unexpected(text, i, E_COLON);
+      state = S_COLON;
+      break;
+    }
+    // The chunk is used up in `state`.
+    this.#state = state;
+    this.#depth = depth;
+    this.#base = base + n;
+    return SCAN_OK;
+  }
 
-        case S_COLON: {
-          c = text[i];
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-          if (c === undefined) break;
-          if (c !== 0x3a) return invalid(i, `expected ':' after the key but found ${found(text, i)}`);
+  /**
+   * Finishes, at the start of a chunk, the token or step cut by the end of the previous one.
+   * @returns The offset where the main loop goes on (state and depth updated), or -1 when the chunk is
+   *   used up (still in the token) or the text is invalid (then the scanner is spent).
+   */
+  #resume(text: Buffer, n: number, from = 0): number {
+    let i = from;
+    let c: number;
+    switch (this.#state) {
+      case S_OPEN_ARRAY: {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x5d) {
+          this.#depth--;
+          this.#state = S_AFTER;
+          return i + 1;
+        }
+        this.#state = S_VALUE;
+        return i;
+      }
+
+      case S_COLON: {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c !== 0x3a) {
+          this.#unexpected(text, i, E_COLON);
+          return -1;
+        }
+        if (this.#reportedName >= 0) {
+          this.#stack[this.#depth] = this.#stack[this.#depth]! | HAS_REPORTED | CURRENT_REPORTED;
+          this.#state = S_MEMBER_VALUE;
+        } else {
+          this.#state = S_VALUE;
+        }
+        return i + 1;
+      }
+
+      case S_KEY_STRING: {
+        i = this.#resumeString(text, n);
+        if (i === -1) {
+          this.#fault();
+          return -1;
+        }
+        if (i === -2) {
+          this.#keyAppend(text, 0, n);
+          break;
+        }
+        this.#keyAppend(text, 0, i);
+        this.#reportedName =
+          this.#keyLength <= this.#keyBuf.length
+            ? this.#names.match(this.#keyBuf, 0, this.#keyLength, this.#keyEscaped)
+            : -1;
+        this.#state = S_COLON;
+        return this.#resume(text, n, i);
+      }
+
+      case S_STRING: {
+        i = this.#resumeString(text, n);
+        if (i === -1) {
+          this.#fault();
+          return -1;
+        }
+        if (i === -2) break;
+        this.#state = S_AFTER;
+        return i;
+      }
+
+      case S_NUMBER: {
+        i = this.#number(text, 0, n);
+        if (i === -1) {
+          this.#fault();
+          return -1;
+        }
+        if (i === -2) break;
+        this.#state = S_AFTER;
+        return i;
+      }
+
+      default: {
+        // S_LITERAL
+        const literal = LITERALS[this.#literal]!;
+        let pos = this.#literalPos;
+        while (pos < literal.length && i < n) {
+          if (text[i] !== literal[pos]) {
+            this.#unexpected(text, i, E_VALUE);
+            return -1;
+          }
+          pos++;
           i++;
-          if (this.#reportedName >= 0) {
-            stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
-            state = S_MEMBER_VALUE;
-          } else {
-            state = S_VALUE;
-          }
-          continue;
         }
+        this.#literalPos = pos;
+        if (pos < literal.length) break;
+        this.#state = S_AFTER;
+        return i;
+      }
+    }
+    this.#base += n;
+    return -1;
+  }
 
-        case S_MEMBER_VALUE: {
-          c = text[i];
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-          if (c === undefined) break;
-          if (!handler.onMember(depth, this.#reportedName, base + i)) return stopped();
-          state = S_VALUE;
-          continue;
-        }
+  /** A key cut in this chunk: finish it byte by byte, or keep its bytes for the next chunk. */
+  #keyTail(text: Buffer, keyStart: number, n: number): number {
+    this.#keyEscaped = stringHadEscape;
+    this.#keyLength = 0;
+    const i = this.#stringTail(text, stringStop, n);
+    if (i === -2) this.#keyAppend(text, keyStart, n);
+    return i;
+  }
 
-        case S_OPEN_ARRAY: {
-          c = text[i];
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-          if (c === undefined) break;
-          if (c === 0x5d) {
-            depth--;
-            i++;
-            state = S_AFTER;
-            continue;
-          }
-          state = S_VALUE;
-          continue;
-        }
-
-        case S_STRING: {
-          i = this.#resumeString(text, n);
-          if (i === -1) return this.#fault();
-          if (i === -2) break;
-          state = S_AFTER;
-          continue;
-        }
-
-        case S_NUMBER: {
-          i = this.#number(text, i, n);
-          if (i === -1) return this.#fault();
-          if (i === -2) break;
-          state = S_AFTER;
-          continue;
-        }
-
-        case S_LITERAL: {
-          const literal = LITERALS[this.#literal]!;
-          let pos = this.#literalPos;
-          while (pos < literal.length && i < n) {
-            if (text[i] !== literal[pos]) return invalid(i, `expected a JSON value but found ${found(text, i)}`);
-            pos++;
-            i++;
-          }
-          this.#literalPos = pos;
-          if (pos < literal.length) break;
-          state = S_AFTER;
-          continue;
-        }
-
-        default: {
-          // S_VALUE
-          c = text[i];
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-          if (c === undefined) break;
-          if (c === 0x22) {
-            stringHadEscape = false;
-            i = scanStringChunk(text, i + 1, n);
-            if (i === -1) return this.#fault();
-            if (i === -2) {
-              i = this.#stringTail(text, stringStop, n);
-              if (i === -1) return this.#fault();
-              if (i === -2) {
-                state = S_STRING;
-                break;
-              }
-            }
-            state = S_AFTER;
-            continue;
-          }
-          if (c === 0x7b || c === 0x5b) {
-            if (depth >= this.#maxNesting) {
-              this.#state = S_SPENT;
-              return SCAN_TOO_DEEP;
-            }
-            depth++;
-            if (depth === stack.length) {
-              const grown = new Uint8Array(stack.length * 2);
-              grown.set(stack);
-              stack = grown;
-              this.#stack = stack;
-            }
-            i++;
-            if (c === 0x7b) {
-              stack[depth] = IS_OBJECT;
-              state = S_OPEN_OBJECT;
-            } else {
-              stack[depth] = 0;
-              state = S_OPEN_ARRAY;
-            }
-            continue;
-          }
-          if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-            this.#numSub = N_MINUS;
-            if (c !== 0x2d) {
-              this.#numSub = c === 0x30 ? N_ZERO : N_INT;
-            }
-            i = this.#number(text, i + 1, n);
-            if (i === -1) return this.#fault();
-            if (i === -2) {
-              state = S_NUMBER;
-              break;
-            }
-            state = S_AFTER;
-            continue;
-          }
-          const literal = c === 0x74 ? 0 : c === 0x66 ? 1 : c === 0x6e ? 2 : -1;
-          if (literal < 0) return invalid(i, `expected a JSON value but found ${found(text, i)}${hint(text, i)}`);
-          const bytes = LITERALS[literal]!;
-          if (i + bytes.length <= n) {
-            for (let k = 1; k < bytes.length; k++) {
-              if (text[i + k] !== bytes[k]) return invalid(i, `expected a JSON value but found ${found(text, i)}`);
-            }
-            i += bytes.length;
-            state = S_AFTER;
-            continue;
-          }
-          this.#literal = literal;
-          this.#literalPos = 0;
-          state = S_LITERAL;
-          continue;
+  /** A literal starting at `i`: its end, -2 when the chunk ends inside it, -1 (spent) when it is none. */
+  #literalStart(text: Buffer, i: number, n: number, c: number): number {
+    const literal = c === 0x74 ? 0 : c === 0x66 ? 1 : c === 0x6e ? 2 : -1;
+    if (literal < 0) {
+      this.#unexpected(text, i, E_VALUE_HINT);
+      return -1;
+    }
+    const bytes = LITERALS[literal]!;
+    if (i + bytes.length <= n) {
+      for (let k = 1; k < bytes.length; k++) {
+        if (text[i + k] !== bytes[k]) {
+          this.#unexpected(text, i, E_VALUE);
+          return -1;
         }
       }
-      // The chunk is used up in `state`.
-      this.#state = state;
-      this.#depth = depth;
-      this.#base = base + n;
-      return SCAN_OK;
+      return i + bytes.length;
     }
+    for (let k = 1; i + k < n; k++) {
+      if (text[i + k] !== bytes[k]) {
+        this.#unexpected(text, i, E_VALUE);
+        return -1;
+      }
+    }
+    this.#literal = literal;
+    this.#literalPos = n - i;
+    return -2;
+  }
+
+  #grow(): Uint8Array<ArrayBuffer> {
+    const grown = new Uint8Array(this.#stack.length * 2);
+    grown.set(this.#stack);
+    this.#stack = grown;
+    return grown;
+  }
+
+  #tooDeep(): ScanStatus {
+    this.#state = S_SPENT;
+    return SCAN_TOO_DEEP;
+  }
+
+  /** Fails at byte `i` of this chunk with the message of `kind`. */
+  #unexpected(text: Buffer, i: number, kind: number): ScanStatus {
+    const what = found(text, i);
+    const message =
+      kind === E_AFTER_TEXT
+        ? `unexpected ${what} after the JSON value`
+        : kind === E_OBJECT_NEXT
+          ? `expected ',' or '}' but found ${what}`
+          : kind === E_ARRAY_NEXT
+            ? `expected ',' or ']' but found ${what}`
+            : kind === E_KEY
+              ? `expected a string key but found ${what}`
+              : kind === E_COLON
+                ? `expected ':' after the key but found ${what}`
+                : kind === E_VALUE_HINT
+                  ? `expected a JSON value but found ${what}${hint(text, i)}`
+                  : `expected a JSON value but found ${what}`;
+    this.error = { offset: this.#base + i, message };
+    this.#state = S_SPENT;
+    return SCAN_INVALID;
+  }
+
+  #stop(): ScanStatus {
+    this.#state = S_SPENT;
+    return SCAN_STOPPED;
   }
 
   /**
@@ -934,11 +1045,11 @@ export class JsonStreamScanner {
   #number(text: Buffer, i: number, n: number): number {
     let sub = this.#numSub;
     for (;;) {
-      const c = text[i];
-      if (c === undefined) {
+      if (i >= n) {
         this.#numSub = sub;
         return -2;
       }
+      const c = text[i]!;
       const digit = c >= 0x30 && c <= 0x39;
       switch (sub) {
         case N_MINUS:
