@@ -566,7 +566,8 @@ export class JsonStreamScanner {
    */
   write(text: Buffer, handler: StreamScanHandler): ScanStatus {
     if (this.#state === S_SPENT) return SCAN_OK;
-    const n = text.length;
+    // An int32 (typed array lengths may be float64 in V8), so that the bound checks stay integer compares.
+    const n = text.length | 0;
     const base = this.#base;
     let i = 0;
     if (this.#state >= S_OPEN_ARRAY && this.#state !== S_MEMBER_VALUE) {
