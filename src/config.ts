@@ -17,6 +17,8 @@ export interface AliasSettings {
   sunsetAt?: Date;
   /** `ALIAS_DOCS_URL`: target of `Link: <…>; rel="deprecation"`. */
   docsUrl?: string;
+  /** `MAX_PATCH_VALUE`: most bytes of canonical values held per response for copies (default 1 MiB; SPEC §6). */
+  maxPatchValue?: number;
 }
 
 /** The shim's whole configuration, validated and frozen. */
@@ -177,6 +179,7 @@ const ENV_SCHEMA = z.object({
   ALIAS_SUNSET_AT: date,
   ALIAS_DOCS_URL: optionalStr.pipe(z.url({ error: 'must be an absolute URL' }).optional()),
   MAX_REWRITE_BODY: byteSize('1mb'),
+  MAX_PATCH_VALUE: byteSize('1mb'),
   MAX_PATCH_BODY: byteSize('32mb'),
   UPSTREAM_TIMEOUT_MS: ms(60_000),
   SHUTDOWN_TIMEOUT_MS: ms(10_000),
@@ -236,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(e.ALIAS_DEPRECATED_AT && { deprecatedAt: e.ALIAS_DEPRECATED_AT }),
       ...(e.ALIAS_SUNSET_AT && { sunsetAt: e.ALIAS_SUNSET_AT }),
       ...(e.ALIAS_DOCS_URL && { docsUrl: e.ALIAS_DOCS_URL }),
+      maxPatchValue: e.MAX_PATCH_VALUE,
     },
     maxRewriteBody: e.MAX_REWRITE_BODY,
     maxPatchBody: e.MAX_PATCH_BODY,

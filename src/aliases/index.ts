@@ -8,18 +8,11 @@
  * layer (SPEC §10).
  */
 import type { AliasSettings } from '../config.ts';
-import type {
-  Exchange,
-  ExchangeHooks,
-  PatchOutcome,
-  PluginContext,
-  ProxyPlugin,
-  ResponsePatch,
-} from '../proxy/types.ts';
+import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../proxy/types.ts';
 import { aliasWarning, deprecationHeaders, WARNING_BUDGET } from './deprecation.ts';
 import { isJsonMediaType } from './media-type.ts';
 import { createAliasMetrics } from './metrics.ts';
-import { patchJson } from './patch-json.ts';
+import { createJsonPatch, DEFAULT_MAX_VALUE_BYTES } from './patch-json.ts';
 import { rewriteBody } from './rewrite-body.ts';
 import { rewriteQuery } from './rewrite-query.ts';
 import { compileRoutes } from './route-match.ts';
@@ -31,8 +24,9 @@ import { wantsAliases } from './version-gate.ts';
  *
  * Per request of a client that {@link wantsAliases} (layer on, version below the sunset):
  * - `rewriteQuery` on routes with query aliases; `body` on routes with body aliases when the request's
- *   `Content-Type` is JSON (`application/json`, `application/*+json`); `onResponse` patches JSON
- *   responses of any status.
+ *   `Content-Type` is JSON (`application/json`, `application/*+json`); `onResponse` returns a streaming
+ *   patch ({@link createJsonPatch}, holding at most `MAX_PATCH_VALUE` bytes, reserved from
+ *   `context.budget`) for JSON responses of any status, and for a HEAD or a 304 without Content-Type.
  * - When an alias is used in the request: one `Warning: 299 - "<alias> is deprecated; use <canonical>"`
  *   per alias (at most {@link WARNING_BUDGET} bytes of them), and once the configured `Deprecation`,
  *   `Sunset` and `Link; rel="deprecation"` headers — appended to `exchange.responseHeaders` as soon as
@@ -43,8 +37,9 @@ import { wantsAliases } from './version-gate.ts';
  *   `request`) and once per patched response that received it (direction `response`).
  *
  * @param settings `AliasSettings` from the configuration (`ALIASES`, `ALIAS_SUNSET_VERSION`,
- *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`).
- * @param context Logger and the shared Prometheus registry (the metric is registered on it).
+ *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`, `MAX_PATCH_VALUE`).
+ * @param context Logger, the shared Prometheus registry (the metric is registered on it) and the
+ *   process-wide buffer budget the patches reserve from.
  * @param table The alias table (default: the service document's part 9 table).
  * @throws {Error} when the registry already has `shim_alias_uses_total`, or the table is malformed.
  * @example
@@ -57,6 +52,7 @@ export function createAliasLayer(
 ): ProxyPlugin {
   const routes = compileRoutes(table);
   const pairs = responsePairs(table);
+  const maxValueBytes = settings.maxPatchValue ?? DEFAULT_MAX_VALUE_BYTES;
   const metrics = createAliasMetrics(context.registry);
   const signals = deprecationHeaders(settings);
   context.logger.info(
@@ -90,22 +86,29 @@ export function createAliasLayer(
         if (aliasesUsed.length > 0) exchange.logFields.aliases = [...used];
       };
 
-      const patch: ResponsePatch = {
-        patch(body: Buffer): PatchOutcome {
-          const outcome = patchJson(pairs, body);
-          if (outcome.kind === 'patched') {
-            exchange.logFields.aliasesAdded = outcome.insertions.length;
-            const added = new Set(outcome.insertions.map((i) => i.pair));
-            for (const pair of added)
-              metrics.uses.inc({ alias: pairs[pair]!.alias, direction: 'response', client });
-            return { kind: 'patched', body: outcome.body };
-          }
-          return outcome;
-        },
+      // Counts the members the streaming patch inserts: the log field, and each alias once per response.
+      let added = 0;
+      const aliasesAdded = new Set<string>();
+      const onInsert = (_canonical: string, alias: string) => {
+        if (!aliasesAdded.has(alias)) {
+          aliasesAdded.add(alias);
+          metrics.uses.inc({ alias, direction: 'response', client });
+        }
+        exchange.logFields.aliasesAdded = ++added;
       };
+      const bodiless = exchange.method === 'HEAD';
 
       const hooks: ExchangeHooks = {
-        onResponse: (_status, headers) => (isJsonMediaType(headers['content-type']) ? patch : undefined),
+        // A JSON response of any status is patched as it streams (SPEC §6). A HEAD or a 304 has no body,
+        // and a 304 usually no Content-Type: the patch is still returned so that the core sends the
+        // headers the patched GET would carry (no Content-Length, weak ETag), then destroys it.
+        onResponse: (status, headers): ResponsePatch | undefined => {
+          const contentType = headers['content-type'];
+          const patched =
+            isJsonMediaType(contentType) || ((bodiless || status === 304) && contentType === undefined);
+          if (!patched) return undefined;
+          return createJsonPatch(pairs, { maxValueBytes, budget: context.budget, onInsert });
+        },
       };
       const route = routes.match(exchange.method, exchange.path);
       if (route !== undefined && route.query.length > 0) {

@@ -51,8 +51,8 @@ export type PatchSkipReason = 'invalid_json' | 'too_deep' | 'value_too_large' | 
 
 /** Outcome of a response patch so far; final after end(). */
 export type PatchOutcome =
-  | { readonly kind: 'patched' }      // at least one member was inserted
-  | { readonly kind: 'unchanged' }    // the bytes passed as the upstream sent them
+  | { readonly kind: 'patched' } // at least one member was inserted
+  | { readonly kind: 'unchanged' } // the bytes passed as the upstream sent them
   | { readonly kind: 'skipped'; readonly reason: PatchSkipReason }; // stopped patching from some point on; the rest passed verbatim (inserted members before that point stay)
 
 /**
@@ -76,8 +76,8 @@ export interface BufferBudget {
   tryReserve(bytes: number): boolean;
   /** Returns `bytes` reserved earlier. */
   release(bytes: number): void;
-  readonly used: number;   // bytes
-  readonly limit: number;  // bytes
+  readonly used: number; // bytes
+  readonly limit: number; // bytes
 }
 
 /** What a plugin wants done to one exchange. Every member is optional. */

@@ -57,7 +57,10 @@ describe('patchJson under fuzzing', () => {
     () => {
       fc.assert(
         fc.property(
-          fc.oneof(anyBody(KEYS), jsonText(KEYS).map((t) => Buffer.from(t))),
+          fc.oneof(
+            anyBody(KEYS),
+            jsonText(KEYS).map((t) => Buffer.from(t)),
+          ),
           fc.array(fc.nat(), { maxLength: 6 }),
           (body, cuts) => {
             const whole = patchJson(pairs, body);

@@ -6,15 +6,33 @@ import { describe, expect, it } from 'vitest';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
 import type { AliasSettings } from '../../../src/config.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import type { Exchange, ExchangeHooks } from '../../../src/proxy/types.ts';
+import type { BufferBudget, Exchange, ExchangeHooks, ResponsePatch } from '../../../src/proxy/types.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 const req = {} as IncomingMessage;
+/** A budget that never refuses (the core's real one is tested with the core). */
+const budget: BufferBudget = {
+  tryReserve: () => true,
+  release() {},
+  used: 0,
+  limit: Number.MAX_SAFE_INTEGER,
+};
+
+/** Streams `body` through a patch in two chunks: the bytes it emits and its outcome. */
+function run(patch: ResponsePatch, body: string) {
+  const out: Buffer[] = [];
+  const emit = (bytes: Buffer) => out.push(bytes);
+  const bytes = Buffer.from(body);
+  patch.write(bytes.subarray(0, 10), emit);
+  patch.write(bytes.subarray(10), emit);
+  patch.end(emit);
+  return { body: Buffer.concat(out).toString(), outcome: patch.outcome };
+}
 
 function setup(overrides: Partial<AliasSettings> = {}) {
   const registry = new Registry();
   const settings: AliasSettings = { enabled: true, sunsetVersion: new SemVer('1.0.0'), ...overrides };
-  const plugin = createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry });
+  const plugin = createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry, budget });
   const exchangeOf = (
     method: string,
     target: string,
@@ -181,7 +199,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
     const registry = new Registry();
     const plugin = createAliasLayer(
       { enabled: true, sunsetVersion: new SemVer('1.0.0') },
-      { logger: pino({ level: 'silent' }), registry },
+      { logger: pino({ level: 'silent' }), registry, budget },
       table,
     );
     const exchange = setup().exchangeOf('POST', '/many', JSON_TYPE);
@@ -210,6 +228,26 @@ describe('createAliasLayer — response patches', () => {
     expect(hooks.onResponse!(200, headers) !== undefined).toBe(expected);
   });
 
+  it('returns a patch for a HEAD or a 304 without Content-Type (the core adjusts the headers)', () => {
+    const { plugin, exchangeOf } = setup();
+    const head = hooksOf(plugin.onRequest(exchangeOf('HEAD', '/missions'), req));
+    expect(head.onResponse!(200, {})).toBeDefined();
+    expect(head.onResponse!(200, JSON_TYPE)).toBeDefined();
+    expect(head.onResponse!(200, { 'content-type': 'text/html' })).toBeUndefined();
+    const get = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
+    expect(get.onResponse!(304, {})).toBeDefined();
+    expect(get.onResponse!(200, {})).toBeUndefined();
+  });
+
+  it('holds copies up to MAX_PATCH_VALUE, then passes the rest unpatched', () => {
+    const { plugin, exchangeOf } = setup({ maxPatchValue: 8 });
+    const patch = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req)).onResponse!(200, JSON_TYPE)!;
+    expect(run(patch, '[{"metadata":[1]},{"metadata":"0123456789"}]')).toEqual({
+      outcome: { kind: 'skipped', reason: 'value_too_large' },
+      body: '[{"metadata":[1],"tags":[1]},{"metadata":"0123456789"}]',
+    });
+  });
+
   it('patches JSON responses of any status', () => {
     const { plugin, exchangeOf } = setup();
     const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
@@ -221,16 +259,14 @@ describe('createAliasLayer — response patches', () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/missions', {}, '0.59.3');
     const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
-    const outcome = patch.patch(
-      Buffer.from(
+    expect(
+      run(
+        patch,
         '{"data":[{"metadata":[1]},{"metadata":[2],"project":{"requiredMetadataTypes":[]}}],"count":2}',
       ),
-    );
-    expect(outcome).toEqual({
-      kind: 'patched',
-      body: Buffer.from(
-        '{"data":[{"metadata":[1],"tags":[1]},{"metadata":[2],"tags":[2],"project":{"requiredMetadataTypes":[],"requiredTags":[]}}],"count":2}',
-      ),
+    ).toEqual({
+      outcome: { kind: 'patched' },
+      body: '{"data":[{"metadata":[1],"tags":[1]},{"metadata":[2],"project":{"requiredMetadataTypes":[],"requiredTags":[]},"tags":[2]}],"count":2}',
     });
     expect(exchange.logFields).toEqual({ aliasesAdded: 3 });
     expect(exchange.responseHeaders).toEqual([]);
@@ -241,8 +277,12 @@ describe('createAliasLayer — response patches', () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/missions');
     const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
-    expect(patch.patch(Buffer.from('{"a":1}'))).toEqual({ kind: 'unchanged' });
-    expect(patch.patch(Buffer.from('{"metadata":'))).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(run(patch, '{"a":1,"b":[2]}').outcome).toEqual({ kind: 'unchanged' });
+    const second = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
+    expect(run(second, '{"metadata":[1,')).toEqual({
+      outcome: { kind: 'skipped', reason: 'invalid_json' },
+      body: '{"metadata":[1,',
+    });
     expect(exchange.logFields).toEqual({});
     expect(await uses()).toEqual([]);
   });
@@ -257,6 +297,8 @@ describe('createAliasLayer — metrics', () => {
   it('refuses to register twice on one registry', () => {
     const { registry } = setup();
     const settings = { enabled: true, sunsetVersion: new SemVer('1.0.0') };
-    expect(() => createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry })).toThrow();
+    expect(() =>
+      createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry, budget }),
+    ).toThrow();
   });
 });

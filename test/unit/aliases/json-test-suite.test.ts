@@ -176,12 +176,18 @@ describe('JSONTestSuite test_parsing', () => {
           [Math.floor(n / 3), Math.floor((2 * n) / 3)],
           [Math.floor(n / 2), Math.floor(n / 2) + 1],
         ]) {
-          const split = streamed(body, cuts.filter((c) => c >= 0 && c <= n).sort((a, b) => a - b));
+          const split = streamed(
+            body,
+            cuts.filter((c) => c >= 0 && c <= n).sort((a, b) => a - b),
+          );
           expect(split.body.equals(whole.body)).toBe(true);
           expect(split.outcome).toEqual(whole.outcome);
         }
         if (n <= 512) {
-          const bytewise = streamed(body, Array.from({ length: n }, (_, k) => k));
+          const bytewise = streamed(
+            body,
+            Array.from({ length: n }, (_, k) => k),
+          );
           expect(bytewise.body.equals(whole.body)).toBe(true);
           expect(bytewise.outcome).toEqual(whole.outcome);
         }

@@ -206,7 +206,10 @@ describe('createJsonPatch — properties over generated documents and random cut
     fc.assert(
       fc.property(documents, cutsArbitrary, (text, cuts) => {
         const once = stream(Buffer.from(text), cuts);
-        const twice = stream(once.body, cuts.map((c) => c + 3));
+        const twice = stream(
+          once.body,
+          cuts.map((c) => c + 3),
+        );
         expect(twice.outcome).toEqual({ kind: 'unchanged' });
         expect(twice.body.equals(once.body)).toBe(true);
       }),
@@ -223,7 +226,10 @@ describe('createJsonPatch — properties over generated documents and random cut
         (noise, prefix, cuts) => {
           const body = Buffer.concat([Buffer.from(prefix), noise]);
           const whole = patchJson(pairs, body);
-          const split = stream(body, cuts.map((c) => c % (body.length + 1)));
+          const split = stream(
+            body,
+            cuts.map((c) => c % (body.length + 1)),
+          );
           expect(split.body.equals(whole.body)).toBe(true);
           expect(split.outcome).toEqual(whole.outcome);
         },
