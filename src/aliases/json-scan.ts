@@ -512,6 +512,53 @@ function scanStringChunk(text: Buffer, i: number, n: number): number {
 }
 
 /**
+ * Scans a number (RFC 8259 §6) starting at `i` that lies wholly in the chunk (fast path).
+ * @returns The offset after it; -1 with {@link stringFault} set; -2 when it reaches the chunk's end
+ *   (the caller then scans it again with the sub-state machine).
+ */
+function scanNumberChunk(text: Buffer, i: number, n: number): number {
+  let c = text[i]!;
+  if (c === 0x2d) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+  }
+  if (c === 0x30) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+  } else if (c >= 0x31 && c <= 0x39) {
+    do {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    } while (c >= 0x30 && c <= 0x39);
+  } else {
+    return fail(i, `expected a digit but found ${found(text, i)}`);
+  }
+  if (c === 0x2e) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+    if (c < 0x30 || c > 0x39) return fail(i, `expected a digit after '.' but found ${found(text, i)}`);
+    do {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    } while (c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+    if (c === 0x2b || c === 0x2d) {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    }
+    if (c < 0x30 || c > 0x39) return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
+    do {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    } while (c >= 0x30 && c <= 0x39);
+  }
+  return i;
+}
+
+/**
  * The strict scanner of {@link scanJson}, fed chunk by chunk: the same grammar and verdicts (RFC 8259,
  * UTF-8 checked byte by byte, no byte order mark, one top-level value with surrounding whitespace),
  * with its whole state carried between chunks — the nesting as an explicit stack of one byte per level
@@ -638,6 +685,14 @@ export class JsonStreamScanner {
           continue;
         }
         if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+          const end = scanNumberChunk(text, i, n);
+          if (end >= 0) {
+            i = end;
+            state = S_AFTER;
+            continue;
+          }
+          if (end === -1) return this.#fault();
+          // The chunk ends inside the number: again, byte by byte, carrying the sub-state.
           this.#numSub = c === 0x2d ? N_MINUS : c === 0x30 ? N_ZERO : N_INT;
           i = this.#number(text, i + 1, n);
           if (i === -1) return this.#fault();
@@ -716,10 +771,10 @@ export class JsonStreamScanner {
       // The ':' after the key, inline (the common case: in the same chunk).
       c = i < n ? text[i]! : END;
       while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-      this.#reportedName = name;
       if (c === 0x3a) {
         i++;
         if (name >= 0) {
+          this.#reportedName = name;
           stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
           state = S_MEMBER_VALUE;
         } else {
@@ -728,6 +783,7 @@ export class JsonStreamScanner {
         continue;
       }
       if (c !== END) return this.#unexpected(text, i, E_COLON);
+      this.#reportedName = name;
       state = S_COLON;
       break;
     }
