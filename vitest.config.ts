@@ -1,16 +1,43 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two tiers (docs/testing.md):
+ * - `unit`: pure functions, no sockets, timers, clocks or child processes; parallel across workers
+ *   (`npm run test:unit`, a few seconds). test/unit/tier-rules.test.ts keeps it that way.
+ * - `system`: real sockets and processes (the shim in front of the reference backend, attacks, faults,
+ *   deploy artefacts), files run one at a time so that timing and memory limits measure the shim,
+ *   not its neighbours (`npm run test:system`).
+ * `npm test` runs both.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup/fast-check.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
-    pool: 'forks',
     coverage: {
       provider: 'v8',
       include: ['src/**/*.ts'],
       reporter: ['text-summary'],
     },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts', 'test/fuzz/**/*.test.ts'],
+          pool: 'threads',
+          testTimeout: 20_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'system',
+          include: ['test/e2e/**/*.test.ts', 'test/security/**/*.test.ts', 'test/deploy/**/*.test.ts'],
+          pool: 'forks',
+          fileParallelism: false,
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+    ],
   },
 });

@@ -5,13 +5,13 @@
  *
  *   node bench/aliases-patch-throughput.ts [--items 1500] [--seconds 2] [--chunk 16384] [--json]
  *
- * The body is the reference backend's `/debug/json?items=N` list (1,500 missions ≈ 1.0 MB, each with
+ * The body is the bench upstream's `/debug/json?items=N` list (1,500 missions ≈ 1.0 MB, each with
  * three metadata entries). `run.ts` runs this in its own process pinned to the shim's core.
  */
 import { parseArgs } from 'node:util';
 import { createJsonPatch, DEFAULT_MAX_VALUE_BYTES } from '../src/aliases/patch-json.ts';
 import { responsePairs } from '../src/aliases/table.ts';
-import { generateMissionList } from '../src/reference-backend/debug.ts';
+import { generateMissionList } from './lib/upstream.ts';
 
 /** What {@link measurePatch} measured. */
 export interface PatchThroughput {

@@ -4,8 +4,8 @@
  *   node bench/profile.ts [--load current|legacy|post|list1000] [--duration 10] [--keep DIR]
  *                         [--no-profile] [--main src/main.ts] [--node-flags '--max-semi-space-size=4']
  *
- * Starts the reference backend and the shim (pinned as in `run.ts`), creates the 1.5 KB bench
- * mission, warms up for 2 s, loads for `--duration` seconds, stops the shim with SIGTERM (its clean
+ * Starts the bench upstream (bench/lib/upstream.ts) and the shim (pinned as in `run.ts`), creates the
+ * 1.5 KB bench mission, warms up for 2 s, loads for `--duration` seconds, stops the shim with SIGTERM (its clean
  * exit writes the profile) and summarizes it. `--keep DIR` keeps the `.cpuprofile` (open it in Chrome
  * DevTools › Performance, or speedscope) instead of deleting it. `--no-profile` only measures the shim's
  * CPU time per request (no profiler overhead); `--main` runs another entry point (e.g. an experimental
@@ -55,8 +55,8 @@ async function main(): Promise<void> {
   const backendUrl = `http://127.0.0.1:${backendPort}`;
   processes.push(
     await startProcess({
-      name: 'reference-backend',
-      nodeArgs: ['src/reference-backend/main.ts', '--port', String(backendPort), '--host', '127.0.0.1'],
+      name: 'upstream',
+      nodeArgs: ['bench/lib/upstream.ts', '--port', String(backendPort), '--host', '127.0.0.1'],
       cpus: LOAD_CPUS,
       readyUrl: `${backendUrl}/api/health`,
       url: backendUrl,

@@ -149,9 +149,9 @@ async function main(): Promise<void> {
   // --- start the upstream and the shim
   const backendPort = await freePort();
   const backendUrl = `http://127.0.0.1:${backendPort}`;
-  const backendArgs = ['src/reference-backend/main.ts', '--port', String(backendPort), '--host', '127.0.0.1'];
+  const backendArgs = ['bench/lib/upstream.ts', '--port', String(backendPort), '--host', '127.0.0.1'];
   const backend = await startProcess({
-    name: 'reference-backend',
+    name: 'upstream',
     nodeArgs: backendArgs,
     cpus: LOAD_CPUS,
     readyUrl: `${backendUrl}/api/health`,

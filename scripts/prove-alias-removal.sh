@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Proves SPEC §10 on a throw-away copy of the tree: deleting the alias layer exactly as
-# docs/removing-the-alias-layer.md says leaves a shim that type-checks and passes its remaining tests.
+# Proves SPEC §10 and issue 11 item 6 on a throw-away copy of the tree: deleting the alias layer exactly
+# as docs/removing-the-alias-layer.md says leaves a shim that type-checks, passes its remaining tests, and
+# takes its configuration with it.
 #
 #   1. copy the tree (git's tracked files plus untracked, not ignored ones) to a temp dir; link node_modules
-#   2. delete everything named aliases: src/aliases/, every folder test/**/aliases/, every file
-#      test/**/aliases-*.test.ts, and bench/aliases-*.ts (bash globstar: ** is any number of folders,
-#      none included); each of the four must match something
-#   3. delete the two lines of src/app.ts that mention createAliasLayer (the import, the registration),
-#      then let Biome format src/app.ts and check it
-#   4. check that no TypeScript file in src/, test/, bench/ or scripts/ still mentions aliases/ or
-#      createAliasLayer
-#   5. npx tsc -p tsconfig.json; npx vitest run (the whole remaining suite)
+#   2. read the layer's variables from its own schema (src/aliases/config.ts) before deleting it
+#   3. delete everything named aliases: src/aliases/, every folder test/**/aliases/, every file
+#      test/**/aliases-*.test.ts, bench/aliases-*.ts and docs/migration-guide.md (bash globstar: ** is
+#      any number of folders, none included); each pattern must match something
+#   4. delete the two lines of src/app.ts that mention aliasPlugin (the import, the registration in
+#      PLUGINS), then let Biome format src/app.ts and check it; drop the `docs:aliases` npm script
+#   5. delete the dashboard's alias-layer row; delete the layer's variables from deploy/*.yaml;
+#      regenerate docs/configuration.md (npm run docs:config)
+#   6. check that no TypeScript file in src/, test/, bench/ or scripts/ still mentions aliases/ or
+#      aliasPlugin, and that no variable of the layer is left in docs/configuration.md
+#   7. npx tsc -p tsconfig.json
+#   8. start the shim (node src/main.ts) with every variable of the layer still set: the start log must
+#      name each of them in a warning, list no plugin, and say nothing else of aliases
+#   9. npx vitest run (the whole remaining suite)
 #
 # The working tree is never touched. Runs from any directory; exit code 0 means removable.
 # Environment: KEEP_COPY=1 keeps the copy for inspection (its path is printed).
@@ -50,14 +57,21 @@ fi
 ln -s "$root/node_modules" "$copy/node_modules"
 cd "$copy"
 
+echo "== the layer's variables, from its own schema"
+# shellcheck disable=SC2207 # names are upper snake case, no spaces
+retired=($(node --input-type=module -e \
+  "const m = await import('./src/aliases/config.ts'); console.log(Object.keys(m.ALIAS_VARIABLES).join(' '))"))
+[ "${#retired[@]}" -gt 0 ] || fail "src/aliases/config.ts declares no variables"
+echo "  ${retired[*]}"
+
 echo "== delete the alias layer (docs/removing-the-alias-layer.md)"
-registration="$(grep -c 'createAliasLayer' src/app.ts || true)"
+registration="$(grep -c 'aliasPlugin' src/app.ts || true)"
 [ "$registration" = 2 ] ||
-  fail "src/app.ts mentions createAliasLayer on $registration lines, expected 2 (the import and the registration)"
+  fail "src/app.ts mentions aliasPlugin on $registration lines, expected 2 (the import and the registration)"
 # The paths of docs/removing-the-alias-layer.md, step 3.
 shopt -s globstar
 removed=()
-for pattern in 'src/aliases/' 'test/**/aliases/' 'test/**/aliases-*.test.ts' 'bench/aliases-*.ts'; do
+for pattern in 'src/aliases/' 'test/**/aliases/' 'test/**/aliases-*.test.ts' 'bench/aliases-*.ts' 'docs/migration-guide.md'; do
   # shellcheck disable=SC2206 # the pattern is meant to be globbed; an unmatched one stays as written
   matches=($pattern)
   [ -e "${matches[0]}" ] || fail "$pattern matches nothing: the removal steps no longer match the tree"
@@ -65,19 +79,70 @@ for pattern in 'src/aliases/' 'test/**/aliases/' 'test/**/aliases-*.test.ts' 'be
 done
 printf '  %s\n' "${removed[@]}"
 rm -rf -- "${removed[@]}" # -f: a file may also lie in a removed folder
-sed -i.bak '/createAliasLayer/d' src/app.ts && rm src/app.ts.bak
+sed -i.bak '/aliasPlugin/d' src/app.ts && rm src/app.ts.bak
 npx biome check --write --vcs-enabled=false src/app.ts >/dev/null
 diff -u "$root/src/app.ts" src/app.ts || true
 npx biome check --vcs-enabled=false --diagnostic-level=error src/app.ts
+npm pkg delete scripts.docs:aliases
+
+echo "== the layer's dashboard row, deployment variables and configuration docs"
+node --input-type=module -e "
+  import { readFileSync, writeFileSync } from 'node:fs';
+  const file = 'deploy/grafana/compat-shim.json';
+  const d = JSON.parse(readFileSync(file, 'utf8'));
+  const start = d.panels.findIndex((p) => p.type === 'row' && p.title.startsWith('Alias layer'));
+  if (start < 0) throw new Error('no Alias layer row in ' + file);
+  const next = d.panels.findIndex((p, i) => i > start && p.type === 'row');
+  d.panels.splice(start, (next < 0 ? d.panels.length : next) - start);
+  writeFileSync(file, JSON.stringify(d, null, 2) + '\n');
+"
+for name in "${retired[@]}"; do
+  # Kubernetes: '- name: X' and its 'value:' line; compose: 'X: value'.
+  sed -i.bak -E "/^ *- name: ${name}\$/{N;d;}; /^ *${name}: /d" deploy/*.yaml && rm deploy/*.yaml.bak
+done
+npm run --silent docs:config >/dev/null
+git diff --no-index --stat "$root/docs/configuration.md" docs/configuration.md || true
 
 echo "== nothing left that names the alias layer"
-if leftovers="$(grep -rnE --include='*.ts' 'aliases/|createAliasLayer' src test bench scripts 2>/dev/null)"; then
+if leftovers="$(grep -rnE --include='*.ts' 'aliases/|aliasPlugin' src test bench scripts 2>/dev/null)"; then
   echo "$leftovers" >&2
   fail "TypeScript files outside the alias layer still name it (above); move them into the deleted files or decouple them"
 fi
+for name in "${retired[@]}"; do
+  if grep -qw "$name" docs/configuration.md deploy/*.yaml; then
+    fail "$name is still in docs/configuration.md or deploy/*.yaml after the removal"
+  fi
+done
 
 echo "== type check (tsc -p tsconfig.json)"
 npx tsc -p tsconfig.json
+
+echo "== start-up with the layer's variables still set: named in a warning, not silently ignored"
+env_args=()
+for name in "${retired[@]}"; do env_args+=("$name=on"); done
+startlog="$copy/start.log"
+env -i PATH="$PATH" HOME="${HOME:-/tmp}" UPSTREAM_URL=http://127.0.0.1:9 PORT=0 ADMIN_PORT=0 HOST=127.0.0.1 \
+  "${env_args[@]}" node src/main.ts >"$startlog" 2>&1 &
+shim_pid=$!
+for _ in $(seq 1 200); do
+  grep -q '"msg":"compat-shim listening"' "$startlog" && break
+  kill -0 "$shim_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill "$shim_pid" 2>/dev/null || true
+wait "$shim_pid" 2>/dev/null || true
+cat "$startlog"
+grep -q '"msg":"compat-shim listening"' "$startlog" || fail "the shim did not start without the alias layer"
+warning="$(grep '"level":40' "$startlog" | grep 'not read by this shim' || true)"
+[ -n "$warning" ] || fail "no start-up warning names the retired variables"
+for name in "${retired[@]}"; do
+  grep -qw "$name" <<<"$warning" || fail "the start-up warning does not name $name"
+done
+grep '"msg":"compat-shim listening"' "$startlog" | grep -q '"plugins":\[\]' ||
+  fail "the start log still lists a plugin"
+if grep -v 'not read by this shim' "$startlog" | grep -qi 'alias'; then
+  fail "the start log still mentions aliases outside the warning"
+fi
 
 echo "== tests without the alias layer (vitest run)"
 npx vitest run

@@ -6,8 +6,8 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { createAliasLayer } from './aliases/index.ts';
-import type { Config } from './config.ts';
+import { aliasPlugin } from './aliases/index.ts';
+import type { Config, PluginDefinition } from './config.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
 import { credentialGate } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
@@ -21,7 +21,15 @@ import { ClientAbortedError } from './proxy/request-body.ts';
 import { sendError } from './proxy/respond.ts';
 import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
-import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
+import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
+
+/**
+ * The registered plugins, in order: each brings its configuration schema (handed to `loadConfig`) and
+ * its factory. The one line per plugin; the alias layer's is removed at 1.0 (docs/removing-the-alias-layer.md).
+ */
+export const PLUGINS: readonly PluginDefinition[] = [
+  aliasPlugin, // the alias layer: remove at 1.0 (docs/removing-the-alias-layer.md)
+];
 
 /** What {@link createShim} needs besides the configuration. */
 export interface ShimDependencies {
@@ -41,19 +49,29 @@ export interface Shim {
   readonly serviceVersion: ServiceVersion;
   /** For `createFrontServer`: counts and logs requests the HTTP server refuses before the pipeline. */
   readonly onServerRejection: (reason: ParserRejection, status: number) => void;
+  /** The plugins' admin routes, for `createAdminServer`. */
+  readonly adminRoutes: readonly AdminRoute[];
 }
 
 /**
  * Builds the shim's request pipeline (SPEC §3 order of checks).
- * @param config The validated configuration.
+ * @param config The validated configuration, loaded with {@link PLUGINS} (`loadConfig(env, PLUGINS)`).
  * @param deps Logger, metrics and upstream address.
+ * @throws {Error} when a plugin of {@link PLUGINS} has no settings in `config` (loaded without it).
  */
 export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
-  const context: PluginContext = { logger, registry: metrics.registry };
-  const plugins: ProxyPlugin[] = [
-    createAliasLayer(config.aliases, context), // the alias layer: remove at 1.0 (docs/removing-the-alias-layer.md)
-  ];
+  const context: PluginContext = {
+    logger,
+    registry: metrics.registry,
+    credentials: { apiKeyHeader: config.apiKeyHeader, cookies: config.authCookies },
+  };
+  const plugins: ProxyPlugin[] = PLUGINS.map((definition) => {
+    if (!(definition.name in config.plugins)) {
+      throw new Error(`plugin ${definition.name} is not configured: load the configuration with PLUGINS`);
+    }
+    return definition.create(config.plugins[definition.name], context);
+  });
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
@@ -137,5 +155,6 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     metrics.rejections.inc({ reason });
     logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
   };
-  return { app, forwarder, serviceVersion, onServerRejection };
+  const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
+  return { app, forwarder, serviceVersion, onServerRejection, adminRoutes };
 }

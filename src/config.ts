@@ -1,25 +1,17 @@
 /**
  * The only reader of `process.env`. Turns the environment into one typed, frozen {@link Config}
  * or reports every problem at once (SPEC §2).
+ *
+ * The schema is composed: the core's variables ({@link CORE_VARIABLES}) plus the variables each
+ * registered plugin declares ({@link PluginDefinition.config}), each with its docs row (name, default,
+ * meaning). This module knows no plugin; `app.ts`'s one-line plugin list hands them in. A plugin's
+ * variables, its docs rows and its start-log entry therefore go when the plugin is deleted, and a
+ * variable of a retired plugin still set in the environment is named in a start-up warning
+ * ({@link unknownVariableWarnings}).
  */
 import { parse as parseSemver, type SemVer } from 'semver';
 import { z } from 'zod';
-
-/** Settings of the alias layer (SPEC §5, §6, §10). */
-export interface AliasSettings {
-  /** `ALIASES=on|off`: `false` switches the whole alias layer off. */
-  enabled: boolean;
-  /** `ALIAS_SUNSET_VERSION`: clients at or above it get no alias handling. */
-  sunsetVersion: SemVer;
-  /** `ALIAS_DEPRECATED_AT`: source of the `Deprecation` header (RFC 9745). */
-  deprecatedAt?: Date;
-  /** `ALIAS_SUNSET_AT`: source of the `Sunset` header (RFC 8594). */
-  sunsetAt?: Date;
-  /** `ALIAS_DOCS_URL`: target of `Link: <…>; rel="deprecation"`. */
-  docsUrl?: string;
-  /** `MAX_PATCH_VALUE`: most bytes of canonical values held per response for copies (default 1 MiB; SPEC §6). */
-  maxPatchValue?: number;
-}
+import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 
 /** The shim's whole configuration, validated and frozen. */
 export interface Config {
@@ -45,7 +37,16 @@ export interface Config {
   authCookies: string[];
   /** Header carrying an API key, lower-cased (`API_KEY_HEADER`). */
   apiKeyHeader: string;
-  aliases: AliasSettings;
+  /**
+   * Settings of each configured plugin, by plugin name, as its own schema parsed them
+   * ({@link PluginDefinition.config}); the composition root hands each to its plugin.
+   */
+  plugins: Readonly<Record<string, unknown>>;
+  /**
+   * Start-up warnings, one line each (e.g. a variable that looks like the shim's but nothing reads:
+   * a retired plugin's, or a typo). Logged at `warn` by the process entry.
+   */
+  warnings: readonly string[];
   /** Largest request body buffered for a rewrite, in bytes (`MAX_REWRITE_BODY`, default 1 MiB). */
   maxRewriteBody: number;
   /** Largest JSON response buffered for a patch, in bytes (`MAX_PATCH_BODY`, default 32 MiB). */
@@ -84,137 +85,360 @@ export function parseByteSize(text: string): number | undefined {
 /** Header field-name token (RFC 9110 §5.1). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-const str = (fallback: string) =>
-  z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v === '' ? fallback : v));
-const optionalStr = z
-  .string()
-  .optional()
-  .transform((v) => (v === '' ? undefined : v));
 const port = (fallback: number) =>
-  str(String(fallback)).pipe(
-    z.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(z.number().int().max(65535)),
-  );
-const ms = (fallback: number) =>
-  str(String(fallback)).pipe(
+  parsers
+    .str(String(fallback))
+    .pipe(
+      z.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(z.number().int().max(65535)),
+    );
+
+/** Parsers for variable values, shared by the core schema and plugin schemas. Empty counts as unset. */
+export const parsers = {
+  /** A string with a default. */
+  str: (fallback: string) =>
     z
       .string()
-      .regex(/^\d+$/, 'must be a whole number of milliseconds')
-      .transform(Number)
-      .pipe(z.number().int().positive().max(2_147_483_647)),
-  );
-const byteSize = (fallback: string) =>
-  str(fallback).transform((v, ctx) => {
-    const n = parseByteSize(v);
-    if (n === undefined) {
-      ctx.addIssue({ code: 'custom', message: `must be a size such as 1mb, 512kb or 1048576 (got "${v}")` });
-      return z.NEVER;
-    }
-    return n;
-  });
-const semverValue = optionalStr.transform((v, ctx) => {
-  if (v === undefined) return undefined;
-  const parsed = parseSemver(v);
-  if (!parsed) {
-    ctx.addIssue({ code: 'custom', message: `must be a semantic version such as 1.0.0 (got "${v}")` });
-    return z.NEVER;
-  }
-  return parsed;
-});
-const headerName = (fallback: string) =>
-  str(fallback).pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name'));
-const date = optionalStr.transform((v, ctx) => {
-  if (v === undefined) return undefined;
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) {
-    ctx.addIssue({ code: 'custom', message: `must be a date such as 2026-01-31T00:00:00Z (got "${v}")` });
-    return z.NEVER;
-  }
-  return d;
-});
-const list = (fallback: string) =>
-  str(fallback).transform((v) =>
-    v
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
-
-/** The environment variables the shim reads, with their parsers (SPEC §2). */
-const ENV_SCHEMA = z.object({
-  PORT: port(8080),
-  HOST: str('0.0.0.0'),
-  UPSTREAM_URL: optionalStr.transform((v, ctx) => {
-    if (v === undefined) return undefined;
-    try {
-      const u = new URL(v);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
-      if (u.search || u.hash) throw new Error('query');
-      return u;
-    } catch {
-      ctx.addIssue({
-        code: 'custom',
-        message: `must be an http(s) URL without query, such as http://127.0.0.1:3000 (got "${v}")`,
-      });
-      return z.NEVER;
-    }
-  }),
-  ADMIN_PORT: port(9090),
-  CLIENT_VERSION_HEADER: headerName('Service-Client-Version'),
-  SERVICE_VERSION_HEADER: headerName('Service-Version'),
-  SERVICE_VERSION: semverValue,
-  MIN_CLIENT_VERSION: semverValue,
-  PUBLIC_PATHS: list('/api/health').pipe(
-    z.array(z.string().regex(/^\/[^?#\s]*$/, 'entries must be paths starting with "/"')),
-  ),
-  AUTH_COOKIES: list('authtoken,refreshtoken').pipe(
-    z.array(z.string().regex(TOKEN, 'entries must be cookie names')).min(1, 'must name at least one cookie'),
-  ),
-  API_KEY_HEADER: headerName('x-api-key'),
-  ALIASES: str('on').pipe(z.enum(['on', 'off'], { error: 'must be "on" or "off"' })),
-  ALIAS_SUNSET_VERSION: semverValue.transform((v) => v ?? (parseSemver('1.0.0') as SemVer)),
-  ALIAS_DEPRECATED_AT: date,
-  ALIAS_SUNSET_AT: date,
-  ALIAS_DOCS_URL: optionalStr.pipe(z.url({ error: 'must be an absolute URL' }).optional()),
-  MAX_REWRITE_BODY: byteSize('1mb'),
-  MAX_PATCH_VALUE: byteSize('1mb'),
-  MAX_PATCH_BODY: byteSize('32mb'),
-  UPSTREAM_TIMEOUT_MS: ms(60_000),
-  SHUTDOWN_TIMEOUT_MS: ms(10_000),
-  LOG_LEVEL: str('info').pipe(
-    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
-      error: 'must be one of fatal, error, warn, info, debug, trace, silent',
+      .optional()
+      .transform((v) => (v === undefined || v === '' ? fallback : v)),
+  /** An optional string (`undefined` when unset or empty). */
+  optionalStr: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v)),
+  /** A whole number of milliseconds, 1 to 2^31-1. */
+  ms: (fallback: number) =>
+    parsers
+      .str(String(fallback))
+      .pipe(
+        z
+          .string()
+          .regex(/^\d+$/, 'must be a whole number of milliseconds')
+          .transform(Number)
+          .pipe(z.number().int().positive().max(2_147_483_647)),
+      ),
+  /** A positive whole number with an upper bound. */
+  count: (fallback: number, max: number) =>
+    parsers.str(String(fallback)).pipe(
+      z
+        .string()
+        .regex(/^\d+$/, 'must be a whole number')
+        .transform(Number)
+        .pipe(z.number().int().positive().max(max, `must be at most ${max}`)),
+    ),
+  /** A byte size, see {@link parseByteSize}. */
+  byteSize: (fallback: string) =>
+    parsers.str(fallback).transform((v, ctx) => {
+      const n = parseByteSize(v);
+      if (n === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a size such as 1mb, 512kb or 1048576 (got "${v}")`,
+        });
+        return z.NEVER;
+      }
+      return n;
     }),
-  ),
-});
-
-/** Names of every environment variable the shim reads (for docs and deployment-file checks). */
-export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(ENV_SCHEMA.shape));
+  /** An optional semantic version (SemVer 2.0). */
+  semver: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return undefined;
+      const parsed = parseSemver(v);
+      if (!parsed) {
+        ctx.addIssue({ code: 'custom', message: `must be a semantic version such as 1.0.0 (got "${v}")` });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
+  /** An HTTP header field name (RFC 9110 §5.1 token) with a default. */
+  headerName: (fallback: string) =>
+    parsers.str(fallback).pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name')),
+  /** An optional HTTP header field name. */
+  optionalHeaderName: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v))
+    .pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name').optional()),
+  /** An optional date (anything `Date` parses; ISO 8601 recommended). */
+  date: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return undefined;
+      const d = new Date(v);
+      if (Number.isNaN(d.getTime())) {
+        ctx.addIssue({ code: 'custom', message: `must be a date such as 2026-01-31T00:00:00Z (got "${v}")` });
+        return z.NEVER;
+      }
+      return d;
+    }),
+  /** An optional absolute URL. */
+  url: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v))
+    .pipe(z.url({ error: 'must be an absolute URL' }).optional()),
+  /** A comma-separated list (entries trimmed, empty entries dropped) with a default. */
+  list: (fallback: string) =>
+    parsers.str(fallback).transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+};
 
 /**
- * Reads and validates the configuration (SPEC §2).
- * @param env The environment, normally `process.env`.
- * @returns A deeply frozen {@link Config}.
- * @throws {ConfigError} listing one line per invalid variable, e.g. `PORT: must be a port number`.
+ * One environment variable: its parser and its row in `docs/configuration.md`.
+ * `schema` receives the raw value (`undefined` when unset) and applies the default itself.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export interface VariableSpec {
+  readonly schema: z.ZodType<unknown, string | undefined>;
+  /** The default as written in the environment (e.g. `8080`, `1mb`); absent means "unset". */
+  readonly default?: string;
+  /** One docs paragraph (Markdown, no line breaks, no `|`). */
+  readonly meaning: string;
+}
+
+/** Variables by name. */
+export type VariableSpecs = Readonly<Record<string, VariableSpec>>;
+
+/** The parsed values of a set of variables, by name. */
+export type ParsedValues<V extends VariableSpecs> = { -readonly [K in keyof V]: z.output<V[K]['schema']> };
+
+/**
+ * The configuration a plugin declares: its variables (with docs rows) and how their values become the
+ * plugin's settings.
+ */
+export interface PluginConfigSchema<S> {
+  /** The plugin's variables, in docs order. Names must not collide with the core's or another plugin's. */
+  readonly variables: VariableSpecs;
+  /**
+   * Builds the settings from the values (all valid), pushing one line per cross-variable problem
+   * (`NAME: what is wrong`) to `problems`. `core` holds the core's parsed values by variable name
+   * (read-only; a plugin may check its values against them).
+   */
+  build(values: Record<string, unknown>, problems: string[], core: Readonly<Record<string, unknown>>): S;
+}
+
+/**
+ * A plugin as registered in `app.ts`'s one-line list: its name, its configuration schema and its
+ * factory. Deleting the plugin's folder and that line removes its variables from the configuration,
+ * the docs and the start log.
+ */
+export interface PluginDefinition<S = unknown> {
+  /** Short name (start log, `Config.plugins` key). */
+  readonly name: string;
+  /** One line for the generated docs: what the plugin is. */
+  readonly description: string;
+  readonly config: PluginConfigSchema<S>;
+  /** Creates the plugin from its settings (method syntax: a definition of any `S` fits the list). */
+  create(settings: S, context: PluginContext): ProxyPlugin;
+}
+
+/** The core's environment variables (SPEC §2), with their parsers and docs rows. */
+export const CORE_VARIABLES = {
+  PORT: {
+    schema: port(8080),
+    default: '8080',
+    meaning: 'Front-door port (the one clients and the Service use). `0` picks a free port.',
+  },
+  HOST: { schema: parsers.str('0.0.0.0'), default: '0.0.0.0', meaning: 'Address both listeners bind to.' },
+  UPSTREAM_URL: {
+    schema: parsers.optionalStr.transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      try {
+        const u = new URL(v);
+        if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+        if (u.search || u.hash) throw new Error('query');
+        return u;
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be an http(s) URL without query, such as http://127.0.0.1:3000 (got "${v}")`,
+        });
+        return z.NEVER;
+      }
+    }),
+    meaning:
+      'The canonical backend, an `http:` or `https:` URL without query, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Unset: the shim starts the embedded reference backend on a free loopback port and logs `UPSTREAM_URL is unset: started the embedded reference backend` (demo and tests only).',
+  },
+  ADMIN_PORT: {
+    schema: port(9090),
+    default: '9090',
+    meaning:
+      'Admin listener: `/healthz`, `/readyz`, `/metrics` ([operations](operations.md#probes)) and the routes plugins add. Must differ from `PORT`; never reachable through the front door.',
+  },
+  CLIENT_VERSION_HEADER: {
+    schema: parsers.headerName('Service-Client-Version'),
+    default: 'Service-Client-Version',
+    meaning:
+      "Request header carrying the client's version, matched case-insensitively. Missing or not a semantic version → 426.",
+  },
+  SERVICE_VERSION_HEADER: {
+    schema: parsers.headerName('Service-Version'),
+    default: 'Service-Version',
+    meaning: "Response header carrying the service version, also on the shim's own error responses.",
+  },
+  SERVICE_VERSION: {
+    schema: parsers.semver,
+    meaning:
+      'The backend\'s version (semantic version). Unset: the last value the upstream sent in `SERVICE_VERSION_HEADER`. Clients below it get `Warning: 299 - "client <v> is older than service <s>; please upgrade"`.',
+  },
+  MIN_CLIENT_VERSION: {
+    schema: parsers.semver,
+    meaning: 'Clients below this version get 426. Unset: every valid version is admitted.',
+  },
+  PUBLIC_PATHS: {
+    schema: parsers
+      .list('/api/health')
+      .pipe(z.array(z.string().regex(/^\/[^?#\s]*$/, 'entries must be paths starting with "/"'))),
+    default: '/api/health',
+    meaning:
+      'Comma-separated paths that skip the version and credential checks. Exact match (one trailing slash allowed, query ignored, case-sensitive); an entry ending in `/*` is a prefix.',
+  },
+  AUTH_COOKIES: {
+    schema: parsers
+      .list('authtoken,refreshtoken')
+      .pipe(
+        z
+          .array(z.string().regex(TOKEN, 'entries must be cookie names'))
+          .min(1, 'must name at least one cookie'),
+      ),
+    default: 'authtoken,refreshtoken',
+    meaning:
+      'Comma-separated cookie names that together form the cookie credential: all present and non-empty.',
+  },
+  API_KEY_HEADER: {
+    schema: parsers.headerName('x-api-key'),
+    default: 'x-api-key',
+    meaning:
+      'Header carrying an API key; any non-empty value is a credential (the upstream verifies it). Its value is redacted from logs.',
+  },
+  MAX_REWRITE_BODY: {
+    schema: parsers.byteSize('1mb'),
+    default: '1mb',
+    meaning:
+      "Largest request body the shim buffers for a plugin's rewrite; larger → 413. Sizes: a number of bytes or `b`, `kb`, `mb`, `gb` (powers of 1024).",
+  },
+  MAX_PATCH_BODY: {
+    schema: parsers.byteSize('32mb'),
+    default: '32mb',
+    meaning:
+      'Largest JSON response (decoded) the shim buffers for a plugin\'s patch; larger responses pass unpatched, with a warning log and `shim_response_patches_skipped_total{reason="too_large"}`.',
+  },
+  UPSTREAM_TIMEOUT_MS: {
+    schema: parsers.ms(60_000),
+    default: '60000',
+    meaning:
+      'No upstream response headers within this many ms after the request was sent, or an upstream socket idle that long → 504.',
+  },
+  SHUTDOWN_TIMEOUT_MS: {
+    schema: parsers.ms(10_000),
+    default: '10000',
+    meaning:
+      "Drain time after SIGTERM/SIGINT, in ms: in-flight requests may finish within it, then remaining connections are cut. Keep the orchestrator's grace period above it ([operations](operations.md#shutdown)).",
+  },
+  LOG_LEVEL: {
+    schema: parsers.str('info').pipe(
+      z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+        error: 'must be one of fatal, error, warn, info, debug, trace, silent',
+      }),
+    ),
+    default: 'info',
+    meaning:
+      'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. The request log is at `info` (`error` for 5xx).',
+  },
+} satisfies VariableSpecs;
+
+/** Names of the core's environment variables (plugins add theirs: {@link configVariables}). */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(CORE_VARIABLES));
+
+/**
+ * Names of every variable the shim reads with these plugins registered (core first, then each plugin's).
+ * @param plugins The registered plugins (`app.ts`'s `PLUGINS`).
+ */
+export function configVariables(plugins: readonly PluginDefinition[]): string[] {
+  return [...CONFIG_VARIABLES, ...plugins.flatMap((p) => Object.keys(p.config.variables))];
+}
+
+/**
+ * Environment variables that belong to the platform, not to the shim: never reported as unknown.
+ * Shell and locale, Node and npm, container and Kubernetes service links (`<SVC>_SERVICE_HOST`,
+ * `<SVC>_PORT_443_TCP_ADDR`, …), CI runners and test runners.
+ */
+export const AMBIENT_VARIABLES: readonly RegExp[] = Object.freeze([
+  /^(PATH|HOME|HOSTNAME|PWD|OLDPWD|SHLVL|USER|LOGNAME|SHELL|TERM|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|MAIL|EDITOR|PAGER|DISPLAY|COLORTERM|INIT_CWD|CI|FORCE_COLOR|NO_COLOR|DEBUG|UV_THREADPOOL_SIZE)$/,
+  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE)_/,
+  /_SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?$/,
+  /_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$/,
+]);
+
+/**
+ * The start-up warning for variables that look like the shim's but that nothing reads — typically a
+ * variable of a plugin deleted since (e.g. after the removal of SPEC §10) or a typo.
+ *
+ * Rule (documented in `docs/configuration.md`): every environment variable whose name is upper snake
+ * case (`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`, the form of every variable the shim has ever read), that is not
+ * read by the core or a registered plugin and is not an {@link AMBIENT_VARIABLES platform variable}.
+ * Unknown variables are warned about, never an error: a rollback or a shared env file must not stop
+ * the process.
+ * @param env The environment.
+ * @param known Names the core and the registered plugins read.
+ * @returns One line (names sorted), or `[]` when there is nothing to report.
+ */
+export function unknownVariableWarnings(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
+  const knownSet = new Set(known);
+  const unknown = Object.keys(env)
+    .filter((name) => /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/.test(name) && !knownSet.has(name))
+    .filter((name) => !AMBIENT_VARIABLES.some((pattern) => pattern.test(name)))
+    .sort();
+  if (unknown.length === 0) return [];
+  return [
+    `environment variables not read by this shim (a retired plugin's, or a typo?): ${unknown.join(', ')}; see docs/configuration.md#unknown-variables`,
+  ];
+}
+
+/**
+ * Reads and validates the configuration (SPEC §2): the core's variables and each plugin's.
+ * @param env The environment, normally `process.env`.
+ * @param plugins The registered plugins (`app.ts`'s `PLUGINS`); their settings land in
+ *   `Config.plugins[name]`. Default: none (the core alone).
+ * @returns A deeply frozen {@link Config}; `warnings` names variables nothing reads.
+ * @throws {ConfigError} listing one line per invalid variable, e.g. `PORT: must be a port number`.
+ * @throws {Error} when two schemas declare the same variable (a programming error).
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  plugins: readonly PluginDefinition[] = [],
+): Config {
+  const names = configVariables(plugins);
+  const duplicate = names.find((name, i) => names.indexOf(name) !== i);
+  if (duplicate !== undefined) throw new Error(`configuration variable ${duplicate} is declared twice`);
+
   // Each variable is parsed on its own so that every problem is reported at once, cross-variable
   // checks included.
   const problems: string[] = [];
-  const values: Record<string, unknown> = {};
-  for (const [name, schema] of Object.entries(ENV_SCHEMA.shape)) {
-    const result = schema.safeParse(env[name]);
-    if (result.success) values[name] = result.data;
-    else for (const issue of result.error.issues) problems.push(`${name}: ${issue.message}`);
-  }
-  const e = values as z.infer<typeof ENV_SCHEMA>;
-  if (e.ALIAS_DEPRECATED_AT && e.ALIAS_SUNSET_AT && e.ALIAS_SUNSET_AT < e.ALIAS_DEPRECATED_AT) {
-    problems.push('ALIAS_SUNSET_AT: must not be earlier than ALIAS_DEPRECATED_AT (RFC 9745 §3)');
-  }
+  const parse = (specs: VariableSpecs): Record<string, unknown> => {
+    const values: Record<string, unknown> = {};
+    for (const [name, spec] of Object.entries(specs)) {
+      const result = spec.schema.safeParse(env[name]);
+      if (result.success) values[name] = result.data;
+      else for (const issue of result.error.issues) problems.push(`${name}: ${issue.message}`);
+    }
+    return values;
+  };
+  const e = parse(CORE_VARIABLES) as ParsedValues<typeof CORE_VARIABLES>;
   if (e.PORT !== undefined && e.PORT === e.ADMIN_PORT && e.PORT !== 0) {
     problems.push('ADMIN_PORT: must differ from PORT (the admin listener is never the front door)');
+  }
+  const pluginSettings: Record<string, unknown> = {};
+  for (const plugin of plugins) {
+    const before = problems.length;
+    const values = parse(plugin.config.variables);
+    // Cross-variable rules run only on valid values.
+    if (problems.length === before) pluginSettings[plugin.name] = plugin.config.build(values, problems, e);
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -233,14 +457,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     authCookies: e.AUTH_COOKIES,
     apiKeyHeader: e.API_KEY_HEADER.toLowerCase(),
-    aliases: {
-      enabled: e.ALIASES === 'on',
-      sunsetVersion: e.ALIAS_SUNSET_VERSION,
-      ...(e.ALIAS_DEPRECATED_AT && { deprecatedAt: e.ALIAS_DEPRECATED_AT }),
-      ...(e.ALIAS_SUNSET_AT && { sunsetAt: e.ALIAS_SUNSET_AT }),
-      ...(e.ALIAS_DOCS_URL && { docsUrl: e.ALIAS_DOCS_URL }),
-      maxPatchValue: e.MAX_PATCH_VALUE,
-    },
+    plugins: pluginSettings,
+    warnings: unknownVariableWarnings(env, names),
     maxRewriteBody: e.MAX_REWRITE_BODY,
     maxPatchBody: e.MAX_PATCH_BODY,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
@@ -248,6 +466,72 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
   };
   return deepFreeze(config);
+}
+
+/**
+ * Renders `docs/configuration.md` from the composed schema: the core's table, then one table per
+ * plugin, then the unknown-variable rule. `npm run docs:config` writes it; a unit test fails when the
+ * committed page differs.
+ * @param plugins The registered plugins (`app.ts`'s `PLUGINS`).
+ * @returns Markdown text ending in a newline.
+ */
+export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): string {
+  const table = (specs: VariableSpecs) => [
+    '| variable | default | meaning |',
+    '|---|---|---|',
+    ...Object.entries(specs).map(
+      ([name, spec]) =>
+        `| \`${name}\` | ${spec.default === undefined ? 'unset' : `\`${spec.default}\``} | ${spec.meaning} |`,
+    ),
+  ];
+  const lines = [
+    '# Configuration',
+    '',
+    "<!-- Generated from the configuration schema (src/config.ts and each plugin's) by `npm run docs:config`; do not edit. -->",
+    '',
+    'The shim reads its whole configuration from environment variables, once, at start (`src/config.ts`,',
+    'the only reader of `process.env`). An invalid value stops the process before it listens: one line per',
+    'problem on stderr, `config error: <VARIABLE>: <what is wrong>`, and exit code 1. An empty value counts',
+    'as unset.',
+    '',
+    "The schema is composed: the core's variables below, then the variables each registered plugin",
+    'declares in its own folder (`app.ts` lists the plugins in one line). This page is generated from that',
+    'schema; `test/unit/config.test.ts` fails when it is stale, and checks that every default shown here',
+    'gives the same configuration as leaving the variable unset.',
+    '',
+    '## Core',
+    '',
+    ...table(CORE_VARIABLES),
+    '',
+  ];
+  for (const plugin of plugins) {
+    lines.push(
+      `## Plugin \`${plugin.name}\``,
+      '',
+      plugin.description,
+      '',
+      ...table(plugin.config.variables),
+      '',
+    );
+  }
+  lines.push(
+    '## Unknown variables',
+    '',
+    "A variable whose name looks like the shim's (upper snake case, e.g. `FOO_BAR`) but that neither the",
+    'core nor a registered plugin reads is named in one start-up warning (`level: 40`, `environment',
+    'variables not read by this shim …`), not silently ignored and not an error: typically a variable of a',
+    'plugin that has been deleted, or a typo. Platform variables (shell, locale, Node and npm, Kubernetes',
+    'service links such as `<SVC>_SERVICE_HOST` and `<SVC>_PORT_<n>_TCP…`, CI runners) are not reported',
+    '(`AMBIENT_VARIABLES` in `src/config.ts`). Remove the variable from the deployment to silence it.',
+    '',
+    'Example (the sidecar of `deploy/kubernetes.yaml`):',
+    '',
+    '```sh',
+    'UPSTREAM_URL=http://127.0.0.1:3000 ADMIN_PORT=9090 LOG_LEVEL=info npm start',
+    '```',
+    '',
+  );
+  return lines.join('\n');
 }
 
 function deepFreeze<T>(value: T): T {

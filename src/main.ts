@@ -15,7 +15,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createShim } from './app.ts';
+import { createShim, PLUGINS } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createAdminServer, probeUpstream } from './observability/admin.ts';
 import { createLogger } from './observability/logger.ts';
@@ -27,7 +27,7 @@ const READINESS_PROBE_TIMEOUT_MS = 1_000;
 
 let config: ReturnType<typeof loadConfig>;
 try {
-  config = loadConfig(process.env);
+  config = loadConfig(process.env, PLUGINS);
 } catch (err) {
   if (err instanceof ConfigError) {
     for (const problem of err.problems) process.stderr.write(`config error: ${problem}\n`);
@@ -38,12 +38,13 @@ try {
 
 const logger = createLogger(config.logLevel, [`req.headers["${config.apiKeyHeader}"]`]);
 const metrics = createMetrics();
+for (const warning of config.warnings) logger.warn(warning);
 
 let upstream = config.upstreamUrl;
 let referenceBackend: { url: string; close(): Promise<void> } | undefined;
 if (!upstream) {
   // Loaded only when needed, so a shim in front of a real upstream does not carry it in memory.
-  const { startReferenceBackend } = await import('./reference-backend/server.ts');
+  const { startReferenceBackend } = await import('@compat-shim/reference-backend');
   referenceBackend = await startReferenceBackend({ port: 0, host: '127.0.0.1' });
   upstream = new URL(referenceBackend.url);
   logger.info({ upstream: upstream.href }, 'UPSTREAM_URL is unset: started the embedded reference backend');
@@ -57,6 +58,7 @@ const admin = createAdminServer({
   registry: metrics.registry,
   upstreamReachable: () => probeUpstream(upstreamUrl, READINESS_PROBE_TIMEOUT_MS),
   draining: () => draining,
+  routes: shim.adminRoutes,
 });
 
 const connections = trackConnections(front, () => draining);
@@ -75,7 +77,7 @@ logger.info(
     port: (front.address() as AddressInfo).port,
     adminPort: (admin.address() as AddressInfo).port,
     upstream: upstreamUrl.href,
-    aliases: config.aliases.enabled ? 'on' : 'off',
+    plugins: Object.keys(config.plugins),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
   },
   'compat-shim listening',

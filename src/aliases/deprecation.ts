@@ -1,9 +1,10 @@
 /**
  * The deprecation signals a legacy client receives when it used an alias (SPEC §5): one `Warning` per
  * alias, as the Kubernetes API server sends for deprecated APIs, and the configured `Deprecation`
- * (RFC 9745), `Sunset` (RFC 8594) and `Link rel="deprecation"` (RFC 9745 §3) headers.
+ * (RFC 9745), `Sunset` (RFC 8594), `Link rel="deprecation"` (RFC 9745 §3) and `Link rel="sunset"`
+ * (RFC 8594 §3) headers.
  */
-import type { AliasSettings } from '../config.ts';
+import type { AliasSettings } from './config.ts';
 
 /** Total bytes of `Warning` values one response may carry; further warnings are left out. */
 export const WARNING_BUDGET = 4096;
@@ -24,11 +25,12 @@ export function aliasWarning(alias: string, canonical: string): string {
  * The headers sent once per response that used an alias, from the configuration.
  * @param settings `deprecatedAt` → `Deprecation: @<epoch seconds>` (RFC 9745 §2.1, a Structured Field
  *   Date); `sunsetAt` → `Sunset: <IMF-fixdate>` (RFC 8594 §3, an HTTP-date); `docsUrl` →
- *   `Link: <url>; rel="deprecation"` (RFC 9745 §3).
+ *   `Link: <url>; rel="deprecation"` (RFC 9745 §3); `sunsetPolicyUrl` → `Link: <url>; rel="sunset"`
+ *   (RFC 8594 §3: a link to the sunset policy), a separate field beside the deprecation link.
  * @returns `[name, value]` pairs in that order; empty when nothing is configured.
  */
 export function deprecationHeaders(
-  settings: Pick<AliasSettings, 'deprecatedAt' | 'sunsetAt' | 'docsUrl'>,
+  settings: Pick<AliasSettings, 'deprecatedAt' | 'sunsetAt' | 'docsUrl' | 'sunsetPolicyUrl'>,
 ): Array<[name: string, value: string]> {
   const headers: Array<[string, string]> = [];
   if (settings.deprecatedAt !== undefined) {
@@ -36,5 +38,8 @@ export function deprecationHeaders(
   }
   if (settings.sunsetAt !== undefined) headers.push(['Sunset', settings.sunsetAt.toUTCString()]);
   if (settings.docsUrl !== undefined) headers.push(['Link', `<${settings.docsUrl}>; rel="deprecation"`]);
+  if (settings.sunsetPolicyUrl !== undefined) {
+    headers.push(['Link', `<${settings.sunsetPolicyUrl}>; rel="sunset"`]);
+  }
   return headers;
 }

@@ -7,17 +7,32 @@
  * and costs nothing more. Deleting this folder and its one registration line in `app.ts` removes the
  * layer (SPEC §10).
  */
-import type { AliasSettings } from '../config.ts';
-import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../proxy/types.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PluginDefinition } from '../config.ts';
+import type {
+  AdminRoute,
+  Exchange,
+  ExchangeHooks,
+  PluginContext,
+  ProxyPlugin,
+  ResponsePatch,
+} from '../proxy/types.ts';
+import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
+import { type AliasSettings, aliasConfig } from './config.ts';
+import { consumerOf, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
 import { aliasWarning, deprecationHeaders, WARNING_BUDGET } from './deprecation.ts';
 import { isJsonMediaType } from './media-type.ts';
 import { createAliasMetrics } from './metrics.ts';
 import { createJsonPatch, DEFAULT_MAX_VALUE_BYTES } from './patch-json.ts';
 import { rewriteBody } from './rewrite-body.ts';
 import { rewriteQuery } from './rewrite-query.ts';
-import { compileRoutes } from './route-match.ts';
+import { type AliasRoute, compileRoutes } from './route-match.ts';
 import { ALIAS_TABLE, type AliasRename, type AliasRow, responsePairs } from './table.ts';
+import { UsageTable } from './usage-table.ts';
 import { wantsAliases } from './version-gate.ts';
+
+/** Path of the usage report on the admin listener (issue 11 item 1). */
+export const USAGE_PATH = '/aliases/usage';
 
 /**
  * Creates the alias layer.
@@ -35,15 +50,30 @@ import { wantsAliases } from './version-gate.ts';
  *   added to the response.
  * - `shim_alias_uses_total{alias, direction, client}` counts each alias once per request (direction
  *   `request`) and once per patched response that received it (direction `response`).
+ * - Who: each request that used an alias is attributed to a consumer (`consumer.ts`: gateway identity
+ *   header, HMAC fingerprint of the API key, or `session`), logged as `exchange.logFields.consumer` and
+ *   counted in a bounded space-saving table served on the admin listener: `GET /aliases/usage` →
+ *   `{since, capacity, recorded, consumers: [{consumer, count, error, aliases, clientVersions,
+ *   userAgents, firstSeen, lastSeen}]}` sorted by `count` (`?limit=n` for the first n),
+ *   `DELETE /aliases/usage` → 204 and a fresh table. The 10 heaviest are the gauge
+ *   `shim_alias_consumers{consumer}`.
+ * - Brownouts (`ALIAS_BROWNOUTS`, clock `context.now`): inside a window the layer does what its
+ *   deletion would do (no rewrite, no patch, no body buffered, no deprecation headers). A request whose
+ *   query uses an alias, or that sends a JSON body to a route with body aliases (detected by route: the
+ *   body is streamed, never scanned, exactly as without the layer), gets one
+ *   `Warning: 299 - "<aliases>: aliases are browned out until <end> …; see <ALIAS_DOCS_URL>"`, the log
+ *   fields `brownout: true` and `consumer`, and counts in `shim_alias_brownout_requests_total{route}`
+ *   (and in the usage table when the query showed the alias: a body marked by route may hold none)
+ *   (and `shim_alias_brownout_refusals_total{route}` when the upstream answers 4xx).
  *
  * @param settings `AliasSettings` from the configuration (`ALIASES`, `ALIAS_SUNSET_VERSION`,
- *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`, `MAX_PATCH_VALUE`).
- * @param context Logger, the shared Prometheus registry (the metric is registered on it) and the
- *   process-wide buffer budget the patches reserve from.
+ *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`).
+ * @param context Logger, the shared Prometheus registry (the metrics are registered on it), the clock
+ *   (`now`, default `Date.now`) and the credential rules (`credentials.apiKeyHeader`, default `x-api-key`).
  * @param table The alias table (default: the service document's part 9 table).
- * @throws {Error} when the registry already has `shim_alias_uses_total`, or the table is malformed.
+ * @throws {Error} when the registry already has one of the alias metrics, or the table is malformed.
  * @example
- * plugins.push(createAliasLayer(config.aliases, context)); // the one line in app.ts
+ * const plugin = createAliasLayer(settings, { logger, registry, now: () => clock });
  */
 export function createAliasLayer(
   settings: AliasSettings,
@@ -53,26 +83,131 @@ export function createAliasLayer(
   const routes = compileRoutes(table);
   const pairs = responsePairs(table);
   const maxValueBytes = settings.maxPatchValue ?? DEFAULT_MAX_VALUE_BYTES;
-  const metrics = createAliasMetrics(context.registry);
+  const now = context.now ?? Date.now;
+  const usage = new UsageTable(settings.consumerTableSize ?? 1000);
+  let usageSince = now();
+  const metrics = createAliasMetrics(context.registry, () => usage.top(10));
   const signals = deprecationHeaders(settings);
+  const consumerRules = {
+    apiKeyHeader: context.credentials?.apiKeyHeader ?? 'x-api-key',
+    ...(settings.consumerHeader !== undefined && { consumerHeader: settings.consumerHeader }),
+    ...(settings.consumerFingerprintKey !== undefined && { fingerprintKey: settings.consumerFingerprintKey }),
+  };
+  const brownouts = settings.brownouts ?? [];
   context.logger.info(
-    { aliases: settings.enabled, sunsetVersion: settings.sunsetVersion.version },
+    {
+      aliases: settings.enabled,
+      sunsetVersion: settings.sunsetVersion.version,
+      brownouts: brownouts.map((w) => w.text),
+      consumers: settings.consumerHeader
+        ? `header ${settings.consumerHeader}`
+        : settings.consumerFingerprintKey
+          ? 'API-key fingerprints'
+          : 'unattributed API keys (set CONSUMER_FINGERPRINT_KEY or CONSUMER_HEADER)',
+    },
     settings.enabled
       ? 'alias layer on for clients below the sunset version'
       : 'alias layer off (ALIASES=off)',
   );
 
+  const routeLabel = (route: AliasRoute) => `${route.method} ${route.path}`;
+
+  /**
+   * Who and what: the log field, and the usage table when the request is known to have used an alias
+   * (`aliases` not empty). Called once per aliased request.
+   */
+  const attribute = (exchange: Exchange, aliases: readonly string[]): string => {
+    const consumer = consumerOf(exchange.headers, consumerRules);
+    exchange.logFields.consumer = consumer;
+    if (aliases.length === 0) return consumer;
+    const userAgent = exchange.headers['user-agent'];
+    usage.record({
+      consumer,
+      aliases,
+      clientVersion: (exchange.clientVersion?.version ?? 'unknown').slice(0, MAX_CONSUMER_CHARS),
+      userAgent: userAgentProduct(typeof userAgent === 'string' ? userAgent : undefined),
+      at: now(),
+    });
+    return consumer;
+  };
+
+  /**
+   * Hooks inside a brownout window: the layer as deleted. Detection only: the raw query is scanned
+   * (cheap, already in memory); a body is never read — a JSON body on a route with body aliases marks
+   * the request by route.
+   */
+  const brownoutHooks = (exchange: Exchange, window: BrownoutWindow): ExchangeHooks | undefined => {
+    const route = routes.match(exchange.method, exchange.path);
+    if (route === undefined) return undefined;
+    const used =
+      route.query.length > 0 && exchange.rawQuery !== ''
+        ? rewriteQuery(route.query, exchange.rawQuery).aliasesUsed
+        : [];
+    const bodyRoute = route.body.length > 0 && isJsonMediaType(exchange.headers['content-type']);
+    if (used.length === 0 && !bodyRoute) return undefined;
+    const named = used.length > 0 ? [...used] : [...new Set(route.body.map((r) => r.alias))];
+    exchange.responseHeaders.push(['Warning', brownoutWarning(named, window, settings.docsUrl)]);
+    exchange.logFields.brownout = true;
+    if (used.length > 0) exchange.logFields.aliases = [...used];
+    attribute(exchange, used);
+    const label = routeLabel(route);
+    metrics.brownoutRequests.inc({ route: label });
+    return {
+      onResponse(status) {
+        if (status >= 400 && status < 500) metrics.brownoutRefusals.inc({ route: label });
+        return undefined;
+      },
+    };
+  };
+
+  const adminRoutes: AdminRoute[] = [
+    {
+      method: 'GET',
+      path: USAGE_PATH,
+      handle(req: IncomingMessage, res: ServerResponse) {
+        const limit = Number(
+          new URL(req.url ?? '/', 'http://admin').searchParams.get('limit') ?? usage.capacity,
+        );
+        sendJson(res, 200, {
+          since: new Date(usageSince).toISOString(),
+          capacity: usage.capacity,
+          recorded: usage.recorded,
+          consumers: usage.top(Number.isInteger(limit) && limit >= 0 ? limit : usage.capacity),
+        });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: USAGE_PATH,
+      handle(_req: IncomingMessage, res: ServerResponse) {
+        usage.reset();
+        usageSince = now();
+        res.writeHead(204, { 'cache-control': 'no-store' });
+        res.end();
+      },
+    },
+  ];
+
   return {
     name: 'aliases',
+    adminRoutes,
     onRequest(exchange: Exchange): ExchangeHooks | undefined {
       const version = exchange.clientVersion;
       if (version === undefined || !wantsAliases(settings, version)) return undefined;
+      const window = brownouts.length > 0 ? activeBrownout(brownouts, now()) : undefined;
+      if (window !== undefined) return brownoutHooks(exchange, window);
       const client = metrics.clientLabel(version);
 
       // Aliases this request used, recorded once each (query and body may both use one).
       const used: string[] = [];
       let warningBytes = 0;
+      let consumer: string | undefined;
       const record = (renames: readonly AliasRename[], aliasesUsed: readonly string[]) => {
+        const fresh = aliasesUsed.filter((alias) => !used.includes(alias));
+        if (fresh.length > 0) {
+          if (consumer === undefined) consumer = attribute(exchange, fresh);
+          else usage.addAliases(consumer, fresh);
+        }
         for (const alias of aliasesUsed) {
           if (used.includes(alias)) continue;
           if (used.length === 0) exchange.responseHeaders.push(...signals);
@@ -131,3 +266,26 @@ export function createAliasLayer(
     },
   };
 }
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
+/**
+ * The alias layer's registration (issue 11 item 6): its name, its own configuration schema (variables
+ * and docs rows, composed by `src/config.ts`) and its factory. `app.ts` lists it in its one-line plugin
+ * list; deleting this folder and that line removes the layer, its variables and its docs rows.
+ */
+export const aliasPlugin: PluginDefinition<AliasSettings> = {
+  name: 'aliases',
+  description:
+    'The deprecated field names of the service document part 9 (SPEC §5, §6), in `src/aliases/`: rewrites, response patches, deprecation signals, brownouts and the usage report. Removed at client 1.0 with its folder ([removing the alias layer](removing-the-alias-layer.md)); these variables go with it.',
+  config: aliasConfig,
+  create: (settings, context) => createAliasLayer(settings, context),
+};

@@ -3,7 +3,7 @@
  * layer can be switched off and deleted (SPEC §10). Labels are bounded: alias names come from the table,
  * directions are two, and client versions are reduced to `major.minor` with a cap on distinct values.
  */
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SemVer } from 'semver';
 
 /** Distinct `client` label values kept; later ones are counted as `other`. */
@@ -11,6 +11,15 @@ export const MAX_CLIENT_LABELS = 100;
 
 /** Metric name of {@link AliasMetrics.uses}. */
 export const ALIAS_USES_METRIC = 'shim_alias_uses_total';
+
+/** Metric name of {@link AliasMetrics.brownoutRequests}. */
+export const ALIAS_BROWNOUT_REQUESTS_METRIC = 'shim_alias_brownout_requests_total';
+/** Metric name of {@link AliasMetrics.brownoutRefusals}. */
+export const ALIAS_BROWNOUT_REFUSALS_METRIC = 'shim_alias_brownout_refusals_total';
+/** Metric name of the top-consumers gauge. */
+export const ALIAS_CONSUMERS_METRIC = 'shim_alias_consumers';
+/** Consumers exported by the top-consumers gauge (the full list is `GET /aliases/usage`). */
+export const TOP_CONSUMER_SERIES = 10;
 
 export type AliasDirection = 'request' | 'response';
 
@@ -23,22 +32,61 @@ export interface AliasMetrics {
    * distinct values have been seen (a client can send any version below the sunset).
    */
   clientLabel(version: SemVer): string;
+  /**
+   * `shim_alias_brownout_requests_total{route}`: requests of legacy clients on an aliased route
+   * (`route` = `METHOD /pattern` from the alias table) that a brownout left untranslated.
+   */
+  readonly brownoutRequests: Counter<'route'>;
+  /** `shim_alias_brownout_refusals_total{route}`: of those, the ones the upstream answered with a 4xx. */
+  readonly brownoutRefusals: Counter<'route'>;
 }
 
 /**
- * Registers the alias metric on a registry.
+ * Registers the alias metrics on a registry.
+ * @param registry The shared registry.
+ * @param topConsumers Called at each scrape: the heaviest consumers (at most {@link TOP_CONSUMER_SERIES}
+ *   are exported as `shim_alias_consumers{consumer}`, their aliased requests since the usage table was
+ *   last reset; ids are sanitised and never credentials).
  * @throws {Error} from prom-client when the registry already holds a metric of that name.
  */
-export function createAliasMetrics(registry: Registry): AliasMetrics {
+export function createAliasMetrics(
+  registry: Registry,
+  topConsumers: () => ReadonlyArray<{ consumer: string; count: number }> = () => [],
+): AliasMetrics {
   const uses = new Counter({
     name: ALIAS_USES_METRIC,
     help: 'Deprecated alias uses: renamed in requests (direction=request) or added to responses (direction=response), by alias and client major.minor.',
     labelNames: ['alias', 'direction', 'client'] as const,
     registers: [registry],
   });
+  const brownoutRequests = new Counter({
+    name: ALIAS_BROWNOUT_REQUESTS_METRIC,
+    help: 'Requests of legacy clients on an aliased route left untranslated by a brownout (ALIAS_BROWNOUTS), by alias-table route.',
+    labelNames: ['route'] as const,
+    registers: [registry],
+  });
+  const brownoutRefusals = new Counter({
+    name: ALIAS_BROWNOUT_REFUSALS_METRIC,
+    help: 'Of the browned-out requests, those the upstream refused (4xx), by alias-table route.',
+    labelNames: ['route'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: ALIAS_CONSUMERS_METRIC,
+    help: `Aliased requests of the ${TOP_CONSUMER_SERIES} heaviest consumers since the usage table was reset (GET /aliases/usage on the admin listener has the rest).`,
+    labelNames: ['consumer'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { consumer, count } of topConsumers().slice(0, TOP_CONSUMER_SERIES))
+        this.set({ consumer }, count);
+    },
+  });
   const seen = new Set<string>();
   return {
     uses,
+    brownoutRequests,
+    brownoutRefusals,
     clientLabel(version: SemVer): string {
       const label = `${version.major}.${version.minor}`;
       if (seen.has(label)) return label;

@@ -3,7 +3,7 @@
  * service document part 9: "until the service's client reaches version 1.0").
  */
 import { lt, type SemVer } from 'semver';
-import type { AliasSettings } from '../config.ts';
+import type { AliasSettings } from './config.ts';
 
 /**
  * Whether a client gets alias rewrites and patches.

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import { connect } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { AdminRoute } from '../proxy/types.ts';
 
 /** What the admin listener reports on. */
 export interface AdminOptions {
@@ -13,6 +14,8 @@ export interface AdminOptions {
   upstreamReachable(): Promise<boolean>;
   /** `true` once shutdown has begun: readiness turns 503. */
   draining(): boolean;
+  /** Routes plugins add (`ProxyPlugin.adminRoutes`), matched before the built-in ones. */
+  routes?: readonly AdminRoute[];
 }
 
 /**
@@ -31,6 +34,7 @@ export const ADMIN_TIMEOUTS = Object.freeze({
  *   draining; 503 `{"status":"draining"}` or `{"status":"upstream unreachable"}` otherwise.
  *   Concurrent probes share one upstream check;
  * - `GET /metrics` → Prometheus text exposition of `registry`;
+ * - `options.routes` (plugins' admin routes) on their exact method and path;
  * - `HEAD` is answered like `GET` without a body; other methods → 405; other paths → 404.
  * @param options The registry and the two state callbacks.
  * @example
@@ -55,6 +59,15 @@ export function createAdminServer(options: AdminOptions): http.Server {
     async (req, res) => {
       const path = (req.url ?? '/').split('?', 1)[0];
       try {
+        const routes = options.routes?.filter((r) => r.path === path) ?? [];
+        const route = routes.find(
+          (r) => r.method === req.method || (r.method === 'GET' && req.method === 'HEAD'),
+        );
+        if (route) return await route.handle(req, res);
+        if (routes.length > 0) {
+          res.setHeader('allow', routes.map((r) => r.method).join(', '));
+          return json(res, 405, { status: 'method not allowed' });
+        }
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           res.setHeader('allow', 'GET, HEAD');
           return json(res, 405, { status: 'method not allowed' });

@@ -6,7 +6,7 @@
  * bounded request-body rewrite, and/or a response patcher. A plugin that returns `undefined` costs the
  * request nothing more.
  */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { SemVer } from 'semver';
@@ -105,6 +105,18 @@ export interface ProxyPlugin {
    * Returns hooks, or `undefined` to leave the exchange untouched (and cost nothing more).
    */
   onRequest(exchange: Exchange, req: IncomingMessage): ExchangeHooks | undefined;
+  /** Routes the plugin serves on the admin listener (never on the front door), e.g. a usage report. */
+  readonly adminRoutes?: readonly AdminRoute[];
+}
+
+/** One route a plugin adds to the admin listener; matched on exact method and path (query ignored). */
+export interface AdminRoute {
+  /** `GET`, `DELETE`, … (a `GET` route also answers `HEAD`). */
+  readonly method: string;
+  /** Exact path, e.g. `/usage`. */
+  readonly path: string;
+  /** Answers the request completely; a thrown error becomes a 500. */
+  handle(req: IncomingMessage, res: ServerResponse): void | Promise<void>;
 }
 
 /** What the composition root hands to a plugin factory. */
@@ -113,4 +125,8 @@ export interface PluginContext {
   /** The shared Prometheus registry; plugins register their own bounded-label metrics on it. */
   readonly registry: Registry;
   readonly budget: BufferBudget;
+  /** The clock, ms since the epoch (default `Date.now`); injected by tests. */
+  readonly now?: () => number;
+  /** How the credential gate admits requests (`API_KEY_HEADER`, lower-cased; `AUTH_COOKIES`). */
+  readonly credentials?: { readonly apiKeyHeader: string; readonly cookies: readonly string[] };
 }

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { CONFIG_VARIABLES, loadConfig } from '../../src/config.ts';
+import { PLUGINS } from '../../src/app.ts';
+import { configVariables, loadConfig } from '../../src/config.ts';
 
 const DEPLOY = fileURLToPath(new URL('../../deploy/', import.meta.url));
 const FILES = readdirSync(DEPLOY).filter((f) => /\.ya?ml$/.test(f));
@@ -68,7 +69,7 @@ describe('deploy/', () => {
     expect(docs.length).toBeGreaterThan(0);
     const names = docs.flatMap((d) => envEntries(d).map(([n]) => n));
     expect(names.length).toBeGreaterThan(0);
-    for (const name of names) expect(CONFIG_VARIABLES, `${file}: ${name}`).toContain(name);
+    for (const name of names) expect(configVariables(PLUGINS), `${file}: ${name}`).toContain(name);
   });
 });
 
@@ -80,7 +81,7 @@ describe('deploy/kubernetes.yaml', () => {
   const containers = pod.containers as Obj[];
   const shim = containers.find((c) => String(c.image).includes('compat-shim')) as Obj;
   const shimEnv = envOf(shim);
-  const config = loadConfig({ ...shimEnv });
+  const config = loadConfig({ ...shimEnv }, PLUGINS);
   const portNamed = (name: string) =>
     (shim.ports as Obj[]).find((p) => p.name === name)?.containerPort as number | undefined;
 
@@ -154,7 +155,7 @@ describe('deploy/compose.yaml', () => {
   const [doc] = documents('compose.yaml');
   const services = (doc as Obj).services as Record<string, Obj>;
   const shim = services.shim as Obj;
-  const config = loadConfig(envOf(shim));
+  const config = loadConfig(envOf(shim), PLUGINS);
 
   it('gives the drain time to finish before SIGKILL', () => {
     const grace = /^(\d+)s$/.exec(String(shim.stop_grace_period));

@@ -14,7 +14,8 @@ const MISSION = 'c0000000-0000-4000-8000-000000000001';
 const PROJECT = 'b0000000-0000-4000-8000-000000000001';
 const OPEN_PROJECT = 'b0000000-0000-4000-8000-000000000002';
 const WEATHER = 'a0000000-0000-4000-8000-000000000003';
-const BACKEND_400 = '{"statusCode":400,"message":"property tags should not exist","error":"Bad Request"}';
+/** The reference backend's (NestJS ValidationPipe's) own 400 for an unknown member or parameter `tags`. */
+const BACKEND_400 = '{"message":["property tags should not exist"],"error":"Bad Request","statusCode":400}';
 
 const withVersion = (version: string) => ({ ...LEGACY, 'service-client-version': version });
 
@@ -44,7 +45,8 @@ async function expectPassThrough(stack: Stack, headers: Record<string, string>):
     `/projects/${PROJECT}/metadata-types?tagTypeUUID=${WEATHER}`,
     headers,
   );
-  expect(add.json().message).toBe('property tagTypeUUID should not exist');
+  expect(add.status).toBe(400);
+  expect(add.json().message).toContain('property tagTypeUUID should not exist');
 
   for (const path of [`/missions/${MISSION}`, '/missions', `/projects/${PROJECT}`, '/projects']) {
     const shim = await send(stack.url, 'GET', path, headers);

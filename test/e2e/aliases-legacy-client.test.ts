@@ -386,7 +386,10 @@ describe('what the layer leaves alone', () => {
       { ...LEGACY, 'content-type': 'text/plain' },
       '{"tags":{}}',
     );
-    expect(reply.status).toBe(415);
+    // Nest's JSON parser skips a text/plain body, so the DTO sees no members at all.
+    expect(reply.status).toBe(400);
+    expect(reply.json().message).toEqual(expect.arrayContaining(['name must be a string']));
+    expect(reply.json().message).not.toContain('property tags should not exist');
     expect(aliasWarnings(reply)).toEqual([]);
   });
 
@@ -399,7 +402,7 @@ describe('what the layer leaves alone', () => {
     });
     // The backend sees the unknown member `extra` (with its nested `tags` untouched) and says so.
     expect(reply.status).toBe(400);
-    expect(reply.json().message).toBe('property extra should not exist');
+    expect(reply.json().message).toEqual(['property extra should not exist']);
   });
 
   it('a request without aliases gets responses patched but no alias warning', async () => {

@@ -4,14 +4,15 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { send } from '../helpers/http.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
-describe('through the reference backend', () => {
+describe('through an echoing upstream', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack();
+    stack = await startDebugStack();
   });
   afterAll(() => stack.close());
 

@@ -16,7 +16,7 @@ import net from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
+import { type DebugUpstream, startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 const ABORTS = 1_000;
@@ -26,13 +26,13 @@ const MiB = 1024 * 1024;
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
 
-let backend: RunningReferenceBackend;
+let backend: DebugUpstream;
 let shim: Stack;
 /** Open upstream sockets, and the bytes moved by closed ones (kept as totals: sockets would be retained). */
 const upstreamSockets = new Set<net.Socket>();
 const closedBytes = { read: 0, written: 0 };
 beforeAll(async () => {
-  backend = await startReferenceBackend({ port: 0 });
+  backend = await startDebugUpstream();
   backend.server.on('connection', (s: net.Socket) => {
     upstreamSockets.add(s);
     s.once('close', () => {

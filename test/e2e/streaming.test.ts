@@ -5,17 +5,17 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
+import { type DebugUpstream, startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 import { CURRENT, LEGACY } from '../helpers/stack.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 200 * MiB;
 
-let backend: RunningReferenceBackend;
+let backend: DebugUpstream;
 let shim: ShimProcess;
 beforeAll(async () => {
-  backend = await startReferenceBackend({ port: 0 });
+  backend = await startDebugUpstream();
   shim = await spawnShim({ UPSTREAM_URL: backend.url });
 });
 afterAll(async () => {

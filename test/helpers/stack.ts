@@ -6,12 +6,12 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { createShim, type Shim } from '../../src/app.ts';
+import { type RunningReferenceBackend, startReferenceBackend } from '@compat-shim/reference-backend';
+import { createShim, PLUGINS, type Shim } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
-import { type RunningReferenceBackend, startReferenceBackend } from '../../src/reference-backend/server.ts';
 
 /** A running shim (and the reference backend, unless an upstream URL was given). */
 export interface Stack {
@@ -50,7 +50,7 @@ export async function startStack(
     backend = await startReferenceBackend({ port: 0, ...backendOptions });
     upstreamUrl = backend.url;
   }
-  const config = loadConfig({ LOG_LEVEL: 'info', ...env, UPSTREAM_URL: upstreamUrl, PORT: '0' });
+  const config = loadConfig({ LOG_LEVEL: 'info', ...env, UPSTREAM_URL: upstreamUrl, PORT: '0' }, PLUGINS);
   let text = '';
   const sink = new Writable({
     write(chunk, _enc, cb) {

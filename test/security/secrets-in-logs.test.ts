@@ -16,6 +16,7 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { send, sendRaw } from '../helpers/http.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import {
@@ -33,18 +34,21 @@ import {
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 let reference: Stack;
+let diagnostics: Stack;
 let faulty: Stack;
 let refused: Stack;
 let upstream: RawUpstream;
 
 beforeAll(async () => {
   reference = await startStack(TRACE_ENV);
+  diagnostics = await startDebugStack(TRACE_ENV);
   upstream = await faultyUpstream();
   faulty = await startStack({ ...TRACE_ENV, UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '200' });
   refused = await startStack({ ...TRACE_ENV, UPSTREAM_URL: 'http://127.0.0.1:9' });
 });
 afterAll(async () => {
   await reference.close();
+  await diagnostics.close();
   await faulty.close();
   await refused.close();
   await upstream.close();
@@ -114,13 +118,13 @@ describe('no credential in any log line', () => {
     }
     await send(faulty.url, 'GET', `/midbody${q}`, { ...LEGACY, ...SECRET_HEADERS }).catch(() => {});
     // Client aborts, streamed.
-    await abortMidDownload(reference.url);
-    await abortMidUpload(reference.url, '/debug/sink', 'application/octet-stream');
+    await abortMidDownload(diagnostics.url);
+    await abortMidUpload(diagnostics.url, '/debug/sink', 'application/octet-stream');
     await new Promise((r) => setTimeout(r, 200));
 
-    const text = reference.rawLogs() + faulty.rawLogs() + refused.rawLogs();
+    const text = reference.rawLogs() + diagnostics.rawLogs() + faulty.rawLogs() + refused.rawLogs();
     // The scenarios above did run, and were logged.
-    const statuses = loggedStatuses(reference, faulty, refused);
+    const statuses = loggedStatuses(reference, diagnostics, faulty, refused);
     for (const status of [200, 400, 401, 426, 431, 501, 502, 504])
       expect(statuses, String(status)).toContain(status);
     expect(text).toMatch(/"aborted":true/);

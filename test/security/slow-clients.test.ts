@@ -21,6 +21,7 @@ import type http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFrontServer, SERVER_TIMEOUTS } from '../../src/proxy/server.ts';
+import { startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { send } from '../helpers/http.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
@@ -155,7 +156,9 @@ describe('slow bodies', () => {
 
 describe('slow read', () => {
   it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async () => {
-    const stack = await shortTimeoutStack({ UPSTREAM_TIMEOUT_MS: '1000' });
+    const diagnostics = await startDebugUpstream();
+    servers.push(diagnostics.server);
+    const stack = await shortTimeoutStack({ UPSTREAM_URL: diagnostics.url, UPSTREAM_TIMEOUT_MS: '1000' });
     const rssBefore = process.memoryUsage().rss;
     const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
     socket.on('error', () => {});

@@ -1,14 +1,50 @@
 /**
- * `loadConfig` (SPEC §2): defaults, one clear line per invalid variable, frozen result.
+ * `loadConfig` (SPEC §2): defaults, one clear line per invalid variable, frozen result; the composition
+ * of the core's schema with plugins' schemas (issue 11 item 6), the unknown-variable warning and the
+ * generated docs/configuration.md. Knows no plugin by name except through `PLUGINS`, so it survives the
+ * removal of any plugin.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES, type Config, ConfigError, loadConfig, parseByteSize } from '../../src/config.ts';
+import { z } from 'zod';
+import { PLUGINS } from '../../src/app.ts';
+import {
+  CONFIG_VARIABLES,
+  type Config,
+  ConfigError,
+  configVariables,
+  loadConfig,
+  type PluginDefinition,
+  parseByteSize,
+  parsers,
+  renderConfigurationDoc,
+  unknownVariableWarnings,
+} from '../../src/config.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The variables of SPEC §2's table. */
+/** A plugin with two variables and a cross-variable rule, to test the composition without a real plugin. */
+const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
+  name: 'fake',
+  description: 'A test plugin.',
+  config: {
+    variables: {
+      FAKE_LOW: { schema: parsers.count(1, 100), default: '1', meaning: 'Lower bound.' },
+      FAKE_HIGH: { schema: parsers.count(10, 100), default: '10', meaning: 'Upper bound.' },
+      FAKE_LABEL: { schema: parsers.optionalStr.pipe(z.string().max(5).optional()), meaning: 'A label.' },
+    },
+    build(values, problems) {
+      const v = values as { FAKE_LOW: number; FAKE_HIGH: number; FAKE_LABEL?: string };
+      if (v.FAKE_HIGH < v.FAKE_LOW) problems.push('FAKE_HIGH: must not be below FAKE_LOW');
+      return { low: v.FAKE_LOW, high: v.FAKE_HIGH, ...(v.FAKE_LABEL && { label: v.FAKE_LABEL }) };
+    },
+  },
+  create: () => ({ name: 'fake', onRequest: () => undefined }),
+};
+
+/** The core's variables of SPEC §2's table (plugins declare the rest). */
 const SPEC_VARIABLES = [
   'PORT',
   'HOST',
@@ -21,11 +57,6 @@ const SPEC_VARIABLES = [
   'PUBLIC_PATHS',
   'AUTH_COOKIES',
   'API_KEY_HEADER',
-  'ALIASES',
-  'ALIAS_SUNSET_VERSION',
-  'ALIAS_DEPRECATED_AT',
-  'ALIAS_SUNSET_AT',
-  'ALIAS_DOCS_URL',
   'MAX_REWRITE_BODY',
   'MAX_PATCH_BODY',
   'UPSTREAM_TIMEOUT_MS',
@@ -34,9 +65,9 @@ const SPEC_VARIABLES = [
 ];
 
 /** The problems `loadConfig` reports for `env`, or `[]` when it accepts it. */
-function problemsOf(env: NodeJS.ProcessEnv): string[] {
+function problemsOf(env: NodeJS.ProcessEnv, plugins: readonly PluginDefinition[] = []): string[] {
   try {
-    loadConfig(env);
+    loadConfig(env, plugins);
     return [];
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
@@ -47,7 +78,7 @@ function problemsOf(env: NodeJS.ProcessEnv): string[] {
 describe('loadConfig defaults', () => {
   const config = loadConfig({});
 
-  it('reads exactly the variables of SPEC §2', () => {
+  it('reads exactly the core variables of SPEC §2', () => {
     expect([...CONFIG_VARIABLES].sort()).toEqual([...SPEC_VARIABLES].sort());
   });
 
@@ -63,11 +94,6 @@ describe('loadConfig defaults', () => {
     ['PUBLIC_PATHS', (c) => c.publicPaths, { exact: ['/api/health'], prefixes: [] }],
     ['AUTH_COOKIES', (c) => c.authCookies, ['authtoken', 'refreshtoken']],
     ['API_KEY_HEADER', (c) => c.apiKeyHeader, 'x-api-key'],
-    ['ALIASES', (c) => c.aliases.enabled, true],
-    ['ALIAS_SUNSET_VERSION', (c) => c.aliases.sunsetVersion.version, '1.0.0'],
-    ['ALIAS_DEPRECATED_AT', (c) => c.aliases.deprecatedAt, undefined],
-    ['ALIAS_SUNSET_AT', (c) => c.aliases.sunsetAt, undefined],
-    ['ALIAS_DOCS_URL', (c) => c.aliases.docsUrl, undefined],
     ['MAX_REWRITE_BODY', (c) => c.maxRewriteBody, 1024 * 1024],
     ['MAX_PATCH_BODY', (c) => c.maxPatchBody, 32 * 1024 * 1024],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
@@ -80,13 +106,11 @@ describe('loadConfig defaults', () => {
   it('treats an empty variable as unset', () => {
     const c = loadConfig({
       PORT: '',
-      ALIASES: '',
       MAX_REWRITE_BODY: '',
       UPSTREAM_URL: '',
       SERVICE_VERSION: '',
     });
     expect(c.port).toBe(8080);
-    expect(c.aliases.enabled).toBe(true);
     expect(c.maxRewriteBody).toBe(1024 * 1024);
     expect(c.upstreamUrl).toBeUndefined();
     expect(c.serviceVersion).toBeUndefined();
@@ -107,11 +131,6 @@ describe('loadConfig with values', () => {
       PUBLIC_PATHS: '/api/health, /static/*,/docs/',
       AUTH_COOKIES: 'session',
       API_KEY_HEADER: 'X-API-Key',
-      ALIASES: 'off',
-      ALIAS_SUNSET_VERSION: '2.0.0',
-      ALIAS_DEPRECATED_AT: '2026-01-01T00:00:00Z',
-      ALIAS_SUNSET_AT: '2026-07-01T00:00:00Z',
-      ALIAS_DOCS_URL: 'https://docs.example.com/tags',
       MAX_REWRITE_BODY: '512kb',
       MAX_PATCH_BODY: '2mb',
       UPSTREAM_TIMEOUT_MS: '1500',
@@ -128,11 +147,6 @@ describe('loadConfig with values', () => {
     expect(c.minClientVersion?.version).toBe('0.50.0');
     expect(c.authCookies).toEqual(['session']);
     expect(c.apiKeyHeader).toBe('x-api-key');
-    expect(c.aliases.enabled).toBe(false);
-    expect(c.aliases.sunsetVersion.version).toBe('2.0.0');
-    expect(c.aliases.deprecatedAt?.toISOString()).toBe('2026-01-01T00:00:00.000Z');
-    expect(c.aliases.sunsetAt?.toISOString()).toBe('2026-07-01T00:00:00.000Z');
-    expect(c.aliases.docsUrl).toBe('https://docs.example.com/tags');
     expect(c.maxRewriteBody).toBe(512 * 1024);
     expect(c.maxPatchBody).toBe(2 * 1024 * 1024);
     expect(c.upstreamTimeoutMs).toBe(1500);
@@ -146,14 +160,6 @@ describe('loadConfig with values', () => {
     expect(c.publicPaths.prefixes).toEqual(['/static/', '/assets/img/']);
   });
 
-  it('accepts equal deprecation and sunset dates', () => {
-    const c = loadConfig({
-      ALIAS_DEPRECATED_AT: '2026-01-01T00:00:00Z',
-      ALIAS_SUNSET_AT: '2026-01-01T00:00:00Z',
-    });
-    expect(c.aliases.sunsetAt?.getTime()).toBe(c.aliases.deprecatedAt?.getTime());
-  });
-
   it('returns a deeply frozen config', () => {
     const c = loadConfig({ PUBLIC_PATHS: '/a,/b/*' });
     expect(Object.isFrozen(c)).toBe(true);
@@ -161,7 +167,6 @@ describe('loadConfig with values', () => {
     expect(Object.isFrozen(c.publicPaths.exact)).toBe(true);
     expect(Object.isFrozen(c.publicPaths.prefixes)).toBe(true);
     expect(Object.isFrozen(c.authCookies)).toBe(true);
-    expect(Object.isFrozen(c.aliases)).toBe(true);
     expect(() => {
       (c as { port: number }).port = 1;
     }).toThrow(TypeError);
@@ -187,19 +192,9 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['API_KEY_HEADER', { API_KEY_HEADER: 'x y' }],
     ['SERVICE_VERSION', { SERVICE_VERSION: '1.0' }],
     ['MIN_CLIENT_VERSION', { MIN_CLIENT_VERSION: 'v1' }],
-    ['ALIAS_SUNSET_VERSION', { ALIAS_SUNSET_VERSION: 'soon' }],
     ['PUBLIC_PATHS', { PUBLIC_PATHS: 'api/health' }],
     ['AUTH_COOKIES', { AUTH_COOKIES: ' , ' }],
     ['AUTH_COOKIES', { AUTH_COOKIES: 'a b' }],
-    ['ALIASES', { ALIASES: 'maybe' }],
-    ['ALIASES', { ALIASES: 'true' }],
-    ['ALIAS_DEPRECATED_AT', { ALIAS_DEPRECATED_AT: 'soon' }],
-    ['ALIAS_SUNSET_AT', { ALIAS_SUNSET_AT: 'later' }],
-    [
-      'ALIAS_SUNSET_AT',
-      { ALIAS_DEPRECATED_AT: '2026-02-01T00:00:00Z', ALIAS_SUNSET_AT: '2026-01-01T00:00:00Z' },
-    ],
-    ['ALIAS_DOCS_URL', { ALIAS_DOCS_URL: 'not a url' }],
     ['MAX_REWRITE_BODY', { MAX_REWRITE_BODY: 'lots' }],
     ['MAX_REWRITE_BODY', { MAX_REWRITE_BODY: '0' }],
     ['MAX_PATCH_BODY', { MAX_PATCH_BODY: '-1mb' }],
@@ -215,34 +210,30 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
   });
 
   it('reports several invalid values on several lines, one per variable', () => {
-    const problems = problemsOf({ PORT: 'abc', ALIASES: 'maybe', MAX_REWRITE_BODY: 'lots', LOG_LEVEL: 'x' });
+    const problems = problemsOf({ PORT: 'abc', ADMIN_PORT: 'x', MAX_REWRITE_BODY: 'lots', LOG_LEVEL: 'x' });
     expect(problems).toHaveLength(4);
     expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(
-      ['ALIASES', 'LOG_LEVEL', 'MAX_REWRITE_BODY', 'PORT'].sort(),
+      ['ADMIN_PORT', 'LOG_LEVEL', 'MAX_REWRITE_BODY', 'PORT'].sort(),
     );
   });
 
   it('puts every problem in the error message, one per line', () => {
     try {
-      loadConfig({ PORT: 'abc', ALIASES: 'maybe' });
+      loadConfig({ PORT: 'abc', ADMIN_PORT: 'x' });
       expect.unreachable();
     } catch (err) {
       const lines = (err as Error).message.split('\n');
       expect(lines).toHaveLength(3);
       expect(lines[1]).toContain('PORT');
-      expect(lines[2]).toContain('ALIASES');
+      expect(lines[2]).toContain('ADMIN_PORT');
     }
   });
 
-  // Regression: the cross-variable checks (sunset before deprecation, PORT equal to ADMIN_PORT) ran only
-  // when every single variable parsed; SPEC §2 asks for one line per problem at once.
-  it('reports a cross-variable problem together with a per-variable one', () => {
-    const problems = problemsOf({
-      PORT: 'abc',
-      ALIAS_DEPRECATED_AT: '2026-02-01T00:00:00Z',
-      ALIAS_SUNSET_AT: '2026-01-01T00:00:00Z',
-    });
-    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['ALIAS_SUNSET_AT', 'PORT']);
+  // Regression: the cross-variable checks (a plugin's, PORT equal to ADMIN_PORT) ran only when every
+  // single variable parsed; SPEC §2 asks for one line per problem at once.
+  it('reports a plugin cross-variable problem together with a core per-variable one', () => {
+    const problems = problemsOf({ PORT: 'abc', FAKE_LOW: '5', FAKE_HIGH: '1' }, [FAKE]);
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['FAKE_HIGH', 'PORT']);
   });
 });
 
@@ -282,7 +273,7 @@ describe('node src/main.ts with an invalid environment', () => {
   it('exits 1 with one stderr line per problem', () => {
     const result = spawnSync(process.execPath, ['src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, PORT: 'abc', ALIASES: 'maybe' },
+      env: { PATH: process.env.PATH, PORT: 'abc', ADMIN_PORT: 'x' },
       encoding: 'utf8',
       timeout: 20_000,
     });
@@ -290,7 +281,105 @@ describe('node src/main.ts with an invalid environment', () => {
     const lines = result.stderr.split('\n').filter((l) => l !== '');
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/PORT: /);
-    expect(lines[1]).toMatch(/ALIASES: /);
+    expect(lines[1]).toMatch(/ADMIN_PORT: /);
     expect(result.stdout).toBe('');
+  });
+});
+
+describe("loadConfig composes the plugins' schemas (issue 11 item 6)", () => {
+  it("parses a plugin's variables into Config.plugins[name], defaults included", () => {
+    expect(loadConfig({}, [FAKE]).plugins).toEqual({ fake: { low: 1, high: 10 } });
+    expect(loadConfig({ FAKE_LOW: '3', FAKE_LABEL: 'abc' }, [FAKE]).plugins).toEqual({
+      fake: { low: 3, high: 10, label: 'abc' },
+    });
+  });
+
+  it('without the plugin, its variables are not read: no settings, and they are named in a warning', () => {
+    const c = loadConfig({ FAKE_LOW: 'not even a number', FAKE_HIGH: '1' });
+    expect(c.plugins).toEqual({});
+    expect(c.warnings).toHaveLength(1);
+    expect(c.warnings[0]).toContain('FAKE_HIGH, FAKE_LOW');
+  });
+
+  it("reports a plugin's invalid value with one line naming its variable", () => {
+    expect(problemsOf({ FAKE_LOW: 'x' }, [FAKE])).toEqual([expect.stringMatching(/^FAKE_LOW: \S/)]);
+    expect(problemsOf({ FAKE_LABEL: 'toolong' }, [FAKE])).toEqual([expect.stringMatching(/^FAKE_LABEL: \S/)]);
+  });
+
+  it("lists the core variables first, then each plugin's", () => {
+    expect(configVariables([FAKE])).toEqual([...CONFIG_VARIABLES, 'FAKE_LOW', 'FAKE_HIGH', 'FAKE_LABEL']);
+  });
+
+  it('refuses two schemas that declare the same variable', () => {
+    const clash: PluginDefinition = {
+      ...FAKE,
+      name: 'clash',
+      config: { ...FAKE.config, variables: { PORT: FAKE.config.variables.FAKE_LOW! } },
+    };
+    expect(() => loadConfig({}, [clash])).toThrow(/PORT is declared twice/);
+  });
+
+  it('freezes the plugin settings', () => {
+    expect(Object.isFrozen(loadConfig({}, [FAKE]).plugins.fake)).toBe(true);
+  });
+});
+
+describe('unknownVariableWarnings', () => {
+  it('names upper-snake variables nothing reads, sorted, in one line', () => {
+    const env = { OLD_PLUGIN_SETTING: 'x', PORT: '1', ZZ: 'y', lower_case: 'z' };
+    expect(unknownVariableWarnings(env, ['PORT'])).toEqual([
+      expect.stringContaining(': OLD_PLUGIN_SETTING, ZZ;'),
+    ]);
+  });
+
+  it('ignores platform variables (shell, Node/npm, Kubernetes service links, CI)', () => {
+    const env = {
+      PATH: '/bin',
+      HOME: '/root',
+      HOSTNAME: 'pod-1',
+      NODE_ENV: 'production',
+      NODE_OPTIONS: '',
+      KUBERNETES_SERVICE_HOST: '10.0.0.1',
+      BACKEND_SERVICE_HOST: '10.0.0.2',
+      BACKEND_SERVICE_PORT_HTTP: '80',
+      BACKEND_PORT: 'tcp://10.0.0.2:80',
+      BACKEND_PORT_80_TCP_ADDR: '10.0.0.2',
+      LC_ALL: 'C',
+      CI: 'true',
+      GITHUB_SHA: 'abc',
+      npm_config_cache: '/tmp',
+    };
+    expect(unknownVariableWarnings(env, [])).toEqual([]);
+  });
+
+  it('is empty for a clean environment', () => {
+    expect(loadConfig({ PORT: '8081' }).warnings).toEqual([]);
+  });
+});
+
+describe('docs/configuration.md', () => {
+  const committed = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+
+  it('is the page generated from the composed schema (run `npm run docs:config` when this fails)', () => {
+    expect(committed).toBe(renderConfigurationDoc(PLUGINS));
+  });
+
+  it('would notice a change of the schema', () => {
+    expect(renderConfigurationDoc([...PLUGINS, FAKE])).not.toBe(committed);
+    expect(renderConfigurationDoc([FAKE])).toContain('| `FAKE_LOW` | `1` | Lower bound. |');
+  });
+
+  it('shows defaults that give the same configuration as leaving the variable unset', () => {
+    const implicit = loadConfig({}, PLUGINS);
+    const rows = [...committed.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*?) \|/gm)].map(
+      (m) => [m[1]!, m[2]!] as const,
+    );
+    expect(rows.map(([name]) => name)).toEqual(configVariables(PLUGINS));
+    for (const [name, fallback] of rows) {
+      const literal = /^`([^`]*)`$/.exec(fallback);
+      const value = fallback === 'unset' ? '' : literal?.[1];
+      expect(value, `${name}: default must be \`value\` or unset`).toBeDefined();
+      expect(loadConfig({ [name]: value }, PLUGINS), name).toEqual(implicit);
+    }
   });
 });

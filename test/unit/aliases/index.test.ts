@@ -3,8 +3,8 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { SemVer } from 'semver';
 import { describe, expect, it } from 'vitest';
+import type { AliasSettings } from '../../../src/aliases/config.ts';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
-import type { AliasSettings } from '../../../src/config.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import type { BufferBudget, Exchange, ExchangeHooks, ResponsePatch } from '../../../src/proxy/types.ts';
 
@@ -128,7 +128,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
       ['Warning', '299 - "tags is deprecated; use metadata"'],
       ['Warning', '299 - "ignoreTags is deprecated; use ignoreMissingMetadata"'],
     ]);
-    expect(exchange.logFields).toEqual({ aliases: ['tags', 'ignoreTags'] });
+    expect(exchange.logFields).toEqual({ aliases: ['tags', 'ignoreTags'], consumer: 'session' });
     expect(await uses()).toEqual(['tags request 0.59 1', 'ignoreTags request 0.59 1']);
   });
 

@@ -4,8 +4,10 @@
  * or `requiredTags`). Seeded deterministically so tests and benchmarks can name fixed UUIDs.
  */
 import { randomUUID } from 'node:crypto';
-import { HttpError } from './http-error.ts';
-import type { MetadataInputValue } from './validation.ts';
+import { BadRequestException, NotFoundException } from '@nestjs/common';
+
+/** A metadata value as the service accepts it. */
+export type MetadataInputValue = string | number | boolean;
 
 /** How a metadata type's values are meant to be read. */
 export type MetadataDatatype = 'string' | 'number' | 'boolean';
@@ -140,7 +142,7 @@ export interface ProjectInput {
 }
 
 /**
- * The in-memory data set. Methods throw {@link HttpError}: 404 for an unknown project or mission,
+ * The in-memory data set. Methods throw Nest's `HttpException`s: 404 for an unknown project or mission,
  * 400 for an unknown metadata type or missing required metadata.
  */
 export class Store {
@@ -217,10 +219,10 @@ export class Store {
     });
   }
 
-  /** @throws {HttpError} 400 `metadata type <uuid> does not exist`. */
+  /** @throws {BadRequestException} 400 `metadata type <uuid> does not exist`. */
   metadataType(uuid: string): MetadataType {
     const type = this.metadataTypes.get(uuid);
-    if (type === undefined) throw new HttpError(400, `metadata type ${uuid} does not exist`);
+    if (type === undefined) throw new BadRequestException(`metadata type ${uuid} does not exist`);
     return type;
   }
 
@@ -237,23 +239,23 @@ export class Store {
     }));
   }
 
-  /** @throws {HttpError} 404 `Project <uuid> not found`. */
+  /** @throws {NotFoundException} 404 `Project <uuid> not found`. */
   project(uuid: string): Project {
     const project = this.projects.get(uuid);
-    if (project === undefined) throw new HttpError(404, `Project ${uuid} not found`);
+    if (project === undefined) throw new NotFoundException(`Project ${uuid} not found`);
     return project;
   }
 
-  /** @throws {HttpError} 404 `Mission <uuid> not found`. */
+  /** @throws {NotFoundException} 404 `Mission <uuid> not found`. */
   mission(uuid: string): Mission {
     const mission = this.missions.get(uuid);
-    if (mission === undefined) throw new HttpError(404, `Mission ${uuid} not found`);
+    if (mission === undefined) throw new NotFoundException(`Mission ${uuid} not found`);
     return mission;
   }
 
   /**
    * Creates a project.
-   * @throws {HttpError} 400 for an unknown metadata type in `requiredMetadataTypes`.
+   * @throws {BadRequestException} 400 for an unknown metadata type in `requiredMetadataTypes`.
    */
   createProject(input: ProjectInput): Project {
     const project: Project = {
@@ -270,7 +272,7 @@ export class Store {
 
   /**
    * Replaces a project's required metadata types (`PUT /projects/:uuid/metadata-types`).
-   * @throws {HttpError} 404 unknown project; 400 unknown metadata type.
+   * @throws {NotFoundException} 404 unknown project; 400 unknown metadata type.
    */
   setProjectMetadataTypes(projectUuid: string, metadataTypeUuids: readonly string[]): Project {
     const project = this.project(projectUuid);
@@ -280,7 +282,7 @@ export class Store {
 
   /**
    * Adds one required metadata type to a project; adding one already required changes nothing.
-   * @throws {HttpError} 404 unknown project; 400 unknown metadata type.
+   * @throws {NotFoundException} 404 unknown project; 400 unknown metadata type.
    */
   addProjectMetadataType(projectUuid: string, metadataTypeUuid: string): Project {
     const project = this.project(projectUuid);
@@ -294,7 +296,7 @@ export class Store {
   /**
    * Creates a mission. Every metadata type the project requires must be given in `metadata` unless
    * `ignoreMissingMetadata` is `true` (service document §9: `ignoreMissingMetadata`).
-   * @throws {HttpError} 404 unknown project; 400 unknown metadata type or missing required metadata.
+   * @throws {NotFoundException} 404 unknown project; 400 unknown metadata type or missing required metadata.
    */
   createMission(input: MissionInput): Mission {
     const project = this.project(input.projectUUID);
@@ -304,8 +306,7 @@ export class Store {
       const missing = project.requiredMetadataTypes.filter((type) => !given.has(type.uuid));
       if (missing.length > 0) {
         const names = missing.map((type) => `${type.name} (${type.uuid})`).join(', ');
-        throw new HttpError(
-          400,
+        throw new BadRequestException(
           `project ${project.name} requires metadata that is missing: ${names}; ` +
             'provide it in metadata or set ignoreMissingMetadata to true',
         );
@@ -325,7 +326,7 @@ export class Store {
 
   /**
    * Replaces a mission's metadata (`POST /missions/:uuid/metadata`).
-   * @throws {HttpError} 404 unknown mission; 400 unknown metadata type.
+   * @throws {NotFoundException} 404 unknown mission; 400 unknown metadata type.
    */
   setMissionMetadata(
     missionUuid: string,

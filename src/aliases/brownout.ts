@@ -1,0 +1,138 @@
+/**
+ * Brownouts (issue 11 item 2): scheduled windows during which the alias layer behaves exactly as after
+ * its deletion, so that a legacy client sees what it will see at the sunset — the practice of GitHub's
+ * API brownouts. The schedule is `ALIAS_BROWNOUTS`: ISO 8601 time intervals (ISO 8601-1:2019 §5.5),
+ * comma-separated, in the forms `<start>/<duration>` and `<start>/<end>`.
+ */
+
+/** One brownout window: `[start, end)` in ms since the epoch. */
+export interface BrownoutWindow {
+  /** First instant of the window, ms since the epoch (inclusive). */
+  readonly start: number;
+  /** First instant after the window, ms since the epoch (exclusive). */
+  readonly end: number;
+  /** The interval as configured (for logs and warnings). */
+  readonly text: string;
+}
+
+/** Most windows a schedule may hold (the lookup is linear). */
+export const MAX_BROWNOUT_WINDOWS = 1000;
+
+/** A date-time with a time zone: `2027-01-12T14:00Z`, `2027-01-12T14:00:30.5+01:00`. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
+/** A duration in weeks, days, hours, minutes, seconds (years and months have no fixed length). */
+const DURATION = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,3})?)S)?)?$/;
+
+/**
+ * Parses an ISO 8601 duration of weeks, days, hours, minutes and seconds (`P1D`, `PT1H30M`, `PT0.5S`).
+ * Days are 24 h (the schedule is in UTC instants).
+ * @returns Milliseconds, or `undefined` for anything else (years, months, an empty `P`/`PT`).
+ */
+export function parseDuration(text: string): number | undefined {
+  const m = DURATION.exec(text);
+  if (!m || text === 'P' || text.endsWith('T')) return undefined;
+  const [w, d, h, min, s] = m.slice(1).map((part) => (part === undefined ? 0 : Number(part))) as number[];
+  return Math.round(((((w! * 7 + d!) * 24 + h!) * 60 + min!) * 60 + s!) * 1000);
+}
+
+function parseInstant(text: string): number | undefined {
+  if (!DATE_TIME.test(text)) return undefined;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/**
+ * Parses and validates a brownout schedule.
+ * @param text `ALIAS_BROWNOUTS`, e.g. `2027-01-12T14:00Z/PT1H,2027-01-19T14:00Z/2027-01-19T18:00Z`.
+ * @returns The windows sorted by start, or every problem found (one line each): a malformed interval,
+ *   a zero or negative duration, an end not after the start, overlapping windows, too many windows.
+ *   Windows that touch (`end` of one = `start` of the next) are accepted.
+ */
+export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { problems: string[] } {
+  const problems: string[] = [];
+  const windows: BrownoutWindow[] = [];
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (entries.length > MAX_BROWNOUT_WINDOWS) {
+    return { problems: [`at most ${MAX_BROWNOUT_WINDOWS} windows (got ${entries.length})`] };
+  }
+  for (const entry of entries) {
+    const parts = entry.split('/');
+    const start = parts.length === 2 ? parseInstant(parts[0]!) : undefined;
+    if (parts.length !== 2 || start === undefined) {
+      problems.push(
+        `"${entry}" is not an interval <start>/<duration> or <start>/<end> with a time zone, such as 2027-01-12T14:00Z/PT1H`,
+      );
+      continue;
+    }
+    const second = parts[1]!;
+    let end: number | undefined;
+    if (second.startsWith('P')) {
+      const duration = parseDuration(second);
+      if (duration === undefined) {
+        problems.push(
+          `"${entry}": "${second}" is not a duration of days, hours, minutes or seconds (e.g. PT1H)`,
+        );
+        continue;
+      }
+      if (duration <= 0) {
+        problems.push(`"${entry}": the duration must be positive`);
+        continue;
+      }
+      end = start + duration;
+    } else {
+      end = parseInstant(second);
+      if (end === undefined) {
+        problems.push(`"${entry}": "${second}" is neither a duration nor a date-time with a time zone`);
+        continue;
+      }
+      if (end <= start) {
+        problems.push(`"${entry}": the end must be after the start`);
+        continue;
+      }
+    }
+    windows.push({ start, end, text: entry });
+  }
+  windows.sort((a, b) => a.start - b.start);
+  for (let i = 1; i < windows.length; i++) {
+    const previous = windows[i - 1]!;
+    const current = windows[i]!;
+    if (current.start < previous.end) problems.push(`"${previous.text}" and "${current.text}" overlap`);
+  }
+  return problems.length > 0 ? { problems } : { windows };
+}
+
+/**
+ * The window that contains an instant, if any.
+ * @param windows Sorted, disjoint windows (from {@link parseBrownouts}).
+ * @param now Ms since the epoch.
+ */
+export function activeBrownout(windows: readonly BrownoutWindow[], now: number): BrownoutWindow | undefined {
+  for (const window of windows) {
+    if (now < window.start) return undefined;
+    if (now < window.end) return window;
+  }
+  return undefined;
+}
+
+/**
+ * The `Warning` value for a request that used aliases during a brownout (RFC 9111 §5.5 syntax; code 299).
+ * @param aliases The aliases the request used (from the alias table).
+ * @param window The active window.
+ * @param docsUrl `ALIAS_DOCS_URL`, named in the text when set.
+ * @example
+ * brownoutWarning(['tags'], w, 'https://example.com/migrate')
+ * // '299 - "tags: aliases are browned out until 2027-01-12T15:00:00.000Z (rehearsal of their removal); use the canonical names, see https://example.com/migrate"'
+ */
+export function brownoutWarning(
+  aliases: readonly string[],
+  window: BrownoutWindow,
+  docsUrl?: string,
+): string {
+  const text = (s: string) => s.replace(/[^\x20-\x7e]|["\\]/g, '');
+  const names = aliases.map(text).join(', ');
+  const docs = docsUrl === undefined ? '' : `, see ${text(docsUrl)}`;
+  return `299 - "${names}: aliases are browned out until ${new Date(window.end).toISOString()} (rehearsal of their removal); use the canonical names${docs}"`;
+}

@@ -1,0 +1,95 @@
+/**
+ * Who sent an aliased request (issue 11 item 1), without ever keeping a credential: the identity a
+ * gateway in front set (`CONSUMER_HEADER`), else a keyed fingerprint of the API key, else `session` for
+ * a cookie session. Plus the User-Agent's product token (RFC 9110 §10.1.5). Every value is bounded and
+ * restricted to visible ASCII so that no header can blow up the usage table, the log or a metric label.
+ */
+import { createHmac } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** Longest consumer id or User-Agent token kept, in characters. */
+export const MAX_CONSUMER_CHARS = 64;
+
+/** Consumer id of requests admitted by a cookie session. */
+export const SESSION_CONSUMER = 'session';
+/** Consumer id of API-key requests when no `CONSUMER_FINGERPRINT_KEY` is configured. */
+export const UNKEYED_CONSUMER = 'api-key';
+/** Consumer id when nothing identifies the caller (e.g. a public path; not reached by admitted requests). */
+export const UNKNOWN_CONSUMER = 'unknown';
+
+/** How consumers are identified. */
+export interface ConsumerRules {
+  /** Lower-cased identity header set by a gateway (`CONSUMER_HEADER`). */
+  consumerHeader?: string;
+  /** HMAC key (`CONSUMER_FINGERPRINT_KEY`); unset → API-key consumers are {@link UNKEYED_CONSUMER}. */
+  fingerprintKey?: string;
+  /** Lower-cased API key header (core `API_KEY_HEADER`). */
+  apiKeyHeader: string;
+}
+
+/**
+ * Keeps the characters that are safe in a log, a JSON document and a Prometheus label: visible ASCII
+ * except `"`, `\` and the separators `,;` (a gateway id such as `team-a/ci@example.com` stays readable);
+ * others become `_`. Cut to {@link MAX_CONSUMER_CHARS}.
+ * @returns The cleaned value, or `undefined` when nothing is left.
+ */
+export function sanitizeId(value: string): string | undefined {
+  const cleaned = value
+    .slice(0, MAX_CONSUMER_CHARS * 4)
+    .trim()
+    .replace(/[^\x21-\x7e]|["\\,;]/g, '_')
+    .slice(0, MAX_CONSUMER_CHARS);
+  return cleaned === '' ? undefined : cleaned;
+}
+
+/** First value of a header, or `undefined`. */
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The first 16 hex digits (64 bits) of HMAC-SHA-256(key, apiKey): stable across replicas and restarts
+ * for one key, not reversible without the key, and short enough for a table.
+ * @example
+ * keyFingerprint('k'.repeat(16), 'secret-api-key'); // e.g. '3f9c0d2a1b7e4c55'
+ */
+export function keyFingerprint(fingerprintKey: string, apiKey: string): string {
+  return createHmac('sha256', fingerprintKey).update(apiKey).digest('hex').slice(0, 16);
+}
+
+/**
+ * The consumer id of a request.
+ * 1. `CONSUMER_HEADER` set and present with a usable value → that value, {@link sanitizeId sanitised};
+ * 2. an API key present → {@link keyFingerprint} with `CONSUMER_FINGERPRINT_KEY`, or
+ *    {@link UNKEYED_CONSUMER} without one (the key itself is never used as an id);
+ * 3. otherwise (the credential gate admitted a cookie session) → {@link SESSION_CONSUMER}.
+ * @param headers Request headers (lower-cased names).
+ */
+export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): string {
+  if (rules.consumerHeader !== undefined) {
+    const id = first(headers[rules.consumerHeader]);
+    const clean = id === undefined ? undefined : sanitizeId(id);
+    if (clean !== undefined) return clean;
+  }
+  const apiKey = first(headers[rules.apiKeyHeader]);
+  if (apiKey !== undefined && apiKey !== '') {
+    return rules.fingerprintKey === undefined
+      ? UNKEYED_CONSUMER
+      : keyFingerprint(rules.fingerprintKey, apiKey);
+  }
+  return SESSION_CONSUMER;
+}
+
+/** `product` or `product/version` (RFC 9110 §10.1.5; tokens per §5.6.2). */
+const PRODUCT = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:\/([!#$%&'*+.^_`|~0-9A-Za-z-]+))?/;
+
+/**
+ * The User-Agent's first product token, `product/version` (e.g. `kleinkram-cli/0.59.0` from
+ * `kleinkram-cli/0.59.0 python-requests/2.31`), cut to {@link MAX_CONSUMER_CHARS}; `unknown` when
+ * absent or not a token.
+ */
+export function userAgentProduct(userAgent: string | undefined): string {
+  const m = userAgent === undefined ? null : PRODUCT.exec(userAgent.slice(0, 512).trimStart());
+  if (!m) return 'unknown';
+  return (m[2] === undefined ? m[1]! : `${m[1]}/${m[2]}`).slice(0, MAX_CONSUMER_CHARS);
+}

@@ -1,0 +1,219 @@
+/**
+ * A bounded heavy-hitters table of alias consumers (issue 11 item 1): the space-saving algorithm
+ * (Metwally, Agrawal, El Abbadi, "Efficient Computation of Frequent and Top-k Elements in Data
+ * Streams", ICDT 2005). At most `capacity` consumers are tracked; when a new one arrives in a full table
+ * it replaces the consumer with the smallest count and inherits that count (+1), which it may
+ * overstate by at most `error`. Every consumer whose true count exceeds N / capacity (N = all recorded
+ * requests) is guaranteed to be in the table. Pure: no clock, no I/O; O(log capacity) per record.
+ */
+
+/** One aliased request, as the layer records it. */
+export interface UsageEvent {
+  /** Sanitised consumer id (see `consumer.ts`). */
+  consumer: string;
+  /** Aliases the request used (names from the alias table). */
+  aliases: readonly string[];
+  /** Full client version, e.g. `0.59.0` (bounded by the caller). */
+  clientVersion: string;
+  /** User-Agent product token, e.g. `kleinkram-cli/0.59.0`. */
+  userAgent: string;
+  /** When, ms since the epoch. */
+  at: number;
+}
+
+/** One consumer in the report of `GET /aliases/usage`. */
+export interface ConsumerUsage {
+  consumer: string;
+  /** Requests that used an alias (space-saving estimate: true count is in `[count - error, count]`). */
+  count: number;
+  /** Largest possible overstatement of `count` (0 while the table never evicted for this consumer). */
+  error: number;
+  /** Uses per alias, since this consumer entered the table. */
+  aliases: Record<string, number>;
+  /** Distinct client versions seen, most recent last, at most {@link MAX_DETAIL_VALUES}. */
+  clientVersions: string[];
+  /** Distinct User-Agent product tokens seen, most recent last, at most {@link MAX_DETAIL_VALUES}. */
+  userAgents: string[];
+  /** ISO 8601 instants. */
+  firstSeen: string;
+  lastSeen: string;
+}
+
+/** Distinct client versions / user agents kept per consumer (the oldest is dropped first). */
+export const MAX_DETAIL_VALUES = 10;
+/** Distinct aliases kept per consumer (the alias table has fewer). */
+export const MAX_ALIASES_PER_CONSUMER = 32;
+
+interface Entry {
+  consumer: string;
+  count: number;
+  error: number;
+  aliases: Map<string, number>;
+  clientVersions: string[];
+  userAgents: string[];
+  firstSeen: number;
+  lastSeen: number;
+  /** Position in the min-heap. */
+  index: number;
+}
+
+function remember(list: string[], value: string): void {
+  const at = list.indexOf(value);
+  if (at === list.length - 1 && at >= 0) return;
+  if (at >= 0) list.splice(at, 1);
+  list.push(value);
+  if (list.length > MAX_DETAIL_VALUES) list.shift();
+}
+
+/**
+ * The space-saving table.
+ * @example
+ * const table = new UsageTable(1000);
+ * table.record({ consumer: 'team-a', aliases: ['tags'], clientVersion: '0.59.0', userAgent: 'cli/0.59.0', at: Date.now() });
+ * table.top(10); // [{ consumer: 'team-a', count: 1, … }]
+ */
+export class UsageTable {
+  /** Most consumers tracked. */
+  readonly capacity: number;
+  private readonly byConsumer = new Map<string, Entry>();
+  /** Min-heap on count: the root is the consumer the next newcomer replaces. */
+  private readonly heap: Entry[] = [];
+  private total = 0;
+
+  /**
+   * @param capacity Most consumers tracked (`CONSUMER_TABLE_SIZE`), a positive integer.
+   * @throws {RangeError} for a capacity that is not a positive integer.
+   */
+  constructor(capacity: number) {
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError('capacity must be a positive integer');
+    this.capacity = capacity;
+  }
+
+  /** Consumers tracked now (never more than {@link capacity}). */
+  get size(): number {
+    return this.byConsumer.size;
+  }
+
+  /** Requests recorded since the last {@link reset}. */
+  get recorded(): number {
+    return this.total;
+  }
+
+  /** Counts one aliased request. */
+  record(event: UsageEvent): void {
+    this.total++;
+    let entry = this.byConsumer.get(event.consumer);
+    if (entry !== undefined) {
+      entry.count++;
+      this.siftDown(entry.index);
+    } else if (this.heap.length < this.capacity) {
+      entry = this.fresh(event, 1, 0);
+      entry.index = this.heap.length;
+      this.heap.push(entry);
+      this.byConsumer.set(event.consumer, entry);
+      this.siftUp(entry.index);
+    } else {
+      // Space-saving: the newcomer takes the place (and the count) of the smallest.
+      const evicted = this.heap[0]!;
+      this.byConsumer.delete(evicted.consumer);
+      entry = this.fresh(event, evicted.count + 1, evicted.count);
+      entry.index = 0;
+      this.heap[0] = entry;
+      this.byConsumer.set(event.consumer, entry);
+      this.siftDown(0);
+    }
+    entry.lastSeen = event.at;
+    this.addAliases(event.consumer, event.aliases);
+    remember(entry.clientVersions, event.clientVersion);
+    remember(entry.userAgents, event.userAgent);
+  }
+
+  /**
+   * Adds aliases to a request already {@link record recorded} (a request may use aliases in its query
+   * and then in its body) without counting the request again. No-op for an untracked consumer.
+   */
+  addAliases(consumer: string, aliases: readonly string[]): void {
+    const entry = this.byConsumer.get(consumer);
+    if (entry === undefined) return;
+    for (const alias of aliases) {
+      const n = entry.aliases.get(alias);
+      if (n !== undefined) entry.aliases.set(alias, n + 1);
+      else if (entry.aliases.size < MAX_ALIASES_PER_CONSUMER) entry.aliases.set(alias, 1);
+    }
+  }
+
+  /**
+   * The `limit` consumers with the highest counts, highest first (ties: the smaller `error`, then the
+   * most recent, first).
+   * @param limit Most entries returned (default: all tracked).
+   */
+  top(limit = this.capacity): ConsumerUsage[] {
+    return [...this.byConsumer.values()]
+      .sort((a, b) => b.count - a.count || a.error - b.error || b.lastSeen - a.lastSeen)
+      .slice(0, Math.max(0, limit))
+      .map((e) => ({
+        consumer: e.consumer,
+        count: e.count,
+        error: e.error,
+        aliases: Object.fromEntries(e.aliases),
+        clientVersions: [...e.clientVersions],
+        userAgents: [...e.userAgents],
+        firstSeen: new Date(e.firstSeen).toISOString(),
+        lastSeen: new Date(e.lastSeen).toISOString(),
+      }));
+  }
+
+  /** Forgets every consumer. */
+  reset(): void {
+    this.byConsumer.clear();
+    this.heap.length = 0;
+    this.total = 0;
+  }
+
+  private fresh(event: UsageEvent, count: number, error: number): Entry {
+    return {
+      consumer: event.consumer,
+      count,
+      error,
+      aliases: new Map(),
+      clientVersions: [],
+      userAgents: [],
+      firstSeen: event.at,
+      lastSeen: event.at,
+      index: 0,
+    };
+  }
+
+  private swap(i: number, j: number): void {
+    const a = this.heap[i]!;
+    const b = this.heap[j]!;
+    this.heap[i] = b;
+    this.heap[j] = a;
+    a.index = j;
+    b.index = i;
+  }
+
+  private siftUp(i: number): void {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (this.heap[parent]!.count <= this.heap[i]!.count) return;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+
+  private siftDown(i: number): void {
+    const n = this.heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let smallest = i;
+      if (l < n && this.heap[l]!.count < this.heap[smallest]!.count) smallest = l;
+      if (r < n && this.heap[r]!.count < this.heap[smallest]!.count) smallest = r;
+      if (smallest === i) return;
+      this.swap(i, smallest);
+      i = smallest;
+    }
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * The sunset workflow end to end (issue 11 "how it will be checked"): a legacy client population —
+ * many API keys, a few gateway identities, several client versions — through the shim and the
+ * reference backend; `/aliases/usage` on the admin listener names the heavy users correctly; a brownout
+ * window turns the layer off and back on at its edges (a real two-second window: the edges to the
+ * millisecond are unit-tested with an injected clock in test/unit/aliases/sunset-workflow.test.ts).
+ *
+ * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { keyFingerprint } from '../../src/aliases/consumer.ts';
+import { createAdminServer } from '../../src/observability/admin.ts';
+import { send } from '../helpers/http.ts';
+import { type Stack, startStack } from '../helpers/stack.ts';
+
+const FILES = '/files?tags=a0000000-0000-4000-8000-000000000003';
+const CANONICAL_FILES = '/files?metadataByTypeUuid=a0000000-0000-4000-8000-000000000003';
+const KEY = 'population-fingerprint-key';
+const DOCS = 'https://docs.example.com/migration-guide';
+
+let running: Array<{ stack: Stack; admin: Server }> = [];
+afterEach(async () => {
+  for (const { stack, admin } of running) {
+    admin.close();
+    await stack.close();
+  }
+  running = [];
+});
+
+async function start(env: Record<string, string>) {
+  const stack = await startStack(env);
+  const admin = createAdminServer({
+    registry: stack.metrics.registry,
+    upstreamReachable: async () => true,
+    draining: () => false,
+    routes: stack.shim.adminRoutes,
+  });
+  admin.listen(0, '127.0.0.1');
+  await once(admin, 'listening');
+  running.push({ stack, admin });
+  return { stack, adminUrl: `http://127.0.0.1:${(admin.address() as AddressInfo).port}` };
+}
+
+interface Report {
+  since: string;
+  consumers: Array<{
+    consumer: string;
+    count: number;
+    error: number;
+    aliases: Record<string, number>;
+    clientVersions: string[];
+    userAgents: string[];
+  }>;
+}
+
+describe('who still uses the aliases', () => {
+  it('names the heavy users of a population, with their versions and user agents', async () => {
+    const { stack, adminUrl } = await start({
+      CONSUMER_HEADER: 'X-Consumer-Id',
+      CONSUMER_FINGERPRINT_KEY: KEY,
+      CONSUMER_TABLE_SIZE: '8',
+    });
+    const requests: Array<Record<string, string>> = [];
+    // Heavy: two gateway identities and one API key; light: 40 API keys once each; current clients.
+    for (let i = 0; i < 12; i++)
+      requests.push({
+        'x-consumer-id': 'team-robotics',
+        'service-client-version': '0.58.0',
+        'x-api-key': `gw-${i}`,
+      });
+    for (let i = 0; i < 8; i++)
+      requests.push({
+        'x-consumer-id': 'team-vision',
+        'service-client-version': '0.59.1',
+        'x-api-key': `gw-${i}`,
+      });
+    for (let i = 0; i < 10; i++)
+      requests.push({ 'service-client-version': i % 2 ? '0.57.0' : '0.59.0', 'x-api-key': 'heavy-key' });
+    for (let i = 0; i < 40; i++)
+      requests.push({ 'service-client-version': '0.59.0', 'x-api-key': `light-key-${i}` });
+    for (let i = 0; i < 20; i++) requests.push({ 'service-client-version': '1.0.0', 'x-api-key': 'current' });
+    // Interleaved, as a real population arrives.
+    requests.sort(
+      (a, b) => (a['x-api-key']! + a['x-consumer-id']).length - (b['x-api-key']! + b['x-consumer-id']).length,
+    );
+    for (const headers of requests) {
+      const reply = await send(
+        stack.url,
+        'GET',
+        headers['service-client-version'] === '1.0.0' ? CANONICAL_FILES : FILES,
+        {
+          ...headers,
+          'user-agent': 'kleinkram/0.59 python',
+        },
+      );
+      expect(reply.status, `${JSON.stringify(headers)} ${reply.text}`).toBe(200);
+    }
+    const report = (await send(adminUrl, 'GET', '/aliases/usage')).json<Report>();
+    const top = report.consumers.slice(0, 3);
+    expect(top.map((c) => c.consumer)).toEqual([
+      'team-robotics',
+      keyFingerprint(KEY, 'heavy-key'),
+      'team-vision',
+    ]);
+    expect(top[0]).toMatchObject({
+      aliases: { tags: 12 },
+      clientVersions: ['0.58.0'],
+      userAgents: ['kleinkram/0.59'],
+    });
+    expect(top[1]!.clientVersions.sort()).toEqual(['0.57.0', '0.59.0']);
+    expect(report.consumers.length).toBeLessThanOrEqual(8);
+    expect(report.consumers.every((c) => c.consumer !== 'current')).toBe(true);
+    // The log line of each aliased request carries the consumer id.
+    const aliased = stack.logs().filter((l) => l.msg === 'request completed' && l.aliases);
+    expect(aliased).toHaveLength(70);
+    expect(aliased.every((l) => typeof l.consumer === 'string')).toBe(true);
+    // Reset.
+    expect((await send(adminUrl, 'DELETE', '/aliases/usage')).status).toBe(204);
+    expect((await send(adminUrl, 'GET', '/aliases/usage')).json<Report>().consumers).toEqual([]);
+    expect((await send(adminUrl, 'POST', '/aliases/usage')).status).toBe(405);
+  });
+});
+
+describe('a brownout', () => {
+  it('turns the layer off inside its window and back on after it', async () => {
+    const startAt = new Date(Date.now() + 1500);
+    const { stack } = await start({
+      ALIAS_BROWNOUTS: `${startAt.toISOString()}/PT2S`,
+      ALIAS_DOCS_URL: DOCS,
+    });
+    const legacy = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
+    const probe = () => send(stack.url, 'GET', FILES, legacy);
+    const until = async (phase: string, predicate: (status: number) => boolean) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const reply = await probe();
+        if (predicate(reply.status)) return reply;
+        if (Date.now() > deadline) throw new Error(`no ${phase} within 10 s`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const before = await probe();
+    expect(before.status).toBe(200);
+    const during = await until('brownout', (s) => s === 400);
+    expect(Date.now()).toBeGreaterThanOrEqual(startAt.getTime());
+    expect(during.text).toContain('property tags should not exist');
+    expect(String(during.headers.warning)).toContain('aliases are browned out until');
+    expect(String(during.headers.warning)).toContain(DOCS);
+    const after = await until('end of the brownout', (s) => s === 200);
+    expect(after.headers.warning).toBeDefined(); // the usual deprecation warning again
+    expect(String(after.headers.warning)).not.toContain('browned out');
+    const log = stack.logs().filter((l) => l.brownout === true);
+    expect(log.length).toBeGreaterThan(0);
+    expect(log[0]).toMatchObject({ aliases: ['tags'], consumer: 'api-key' });
+    const metrics = await stack.metrics.registry.metrics();
+    expect(metrics).toMatch(/shim_alias_brownout_requests_total\{route="GET \/files"\} [1-9]/);
+    expect(metrics).toMatch(/shim_alias_brownout_refusals_total\{route="GET \/files"\} [1-9]/);
+  });
+});
