@@ -997,7 +997,7 @@ export class JsonStreamScanner {
     const message =
       state === S_STRING || state === S_KEY_STRING
         ? 'unterminated string'
-        : state === S_NUMBER
+        : state === S_NUMBER && (this.#numSub & 1) === 0
           ? 'expected a digit but found the end of the text'
           : 'unexpected end of the text';
     this.error = { offset: this.#base, message };
