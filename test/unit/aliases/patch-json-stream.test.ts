@@ -217,6 +217,23 @@ describe('createJsonPatch — properties over generated documents and random cut
     );
   });
 
+  it('with small maxValueBytes: same bytes at any cuts, cut gives the input, held ≤ the bound, all released', () => {
+    fc.assert(
+      fc.property(documents, cutsArbitrary, fc.integer({ min: 1, max: 64 }), (text, cuts, maxValueBytes) => {
+        const body = Buffer.from(text);
+        const whole = patchJson(pairs, body, { maxValueBytes });
+        const { budget, peak } = fakeBudget(MIB);
+        const split = stream(body, cuts, { maxValueBytes, budget });
+        expect(split.body.equals(whole.body)).toBe(true);
+        expect(split.outcome).toEqual(whole.outcome);
+        expect(cutInserted(whole.body, whole.insertions).equals(body)).toBe(true);
+        expect(peak()).toBeLessThanOrEqual(maxValueBytes);
+        expect(budget.used).toBe(0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('bytes that are not JSON: the cuts never change the bytes or the outcome either', () => {
     fc.assert(
       fc.property(
