@@ -84,6 +84,12 @@ const ENDED = 2;
 const INITIAL_HOLD = 4096;
 
 /**
+ * What one open object with a canonical or alias member costs the patch (its frame: depth, alias mask,
+ * hold base, two slots per pair), in bytes: at most `maxValueBytes / FRAME_BYTES` such objects may nest.
+ */
+export const FRAME_BYTES = 32;
+
+/**
  * The streaming patch (see {@link createJsonPatch}). Everything it receives is emitted at once, as
  * slices of the chunk; it keeps a copy of the canonical values (in one growing buffer, `hold`) until
  * their object closes, and there emits `,"alias":<copy>` just before the `}`.
@@ -193,6 +199,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     const pairCount = this.#compiled.pairs.length;
     let frame = frames.length - 1;
     if (frame < 0 || frames[frame] !== depth) {
+      // The open objects with reported members cost memory too (~32 bytes each): bounded with the copies.
+      if ((frames.length + 1) * FRAME_BYTES > this.#maxValueBytes) return this.#skip('too_deep');
       frames.push(depth);
       this.#frameAliasMask.push(0);
       this.#frameHoldBase.push(this.#holdLength);
@@ -345,7 +353,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
  * order mark). From the first invalid byte on nothing more is inserted and the rest passes verbatim
  * (`skipped`/`invalid_json`); JSON is never "repaired". Also `skipped`, from the point where it
  * happens: `value_too_large` (held copies over `maxValueBytes`), `budget_exhausted` (the budget refused),
- * `too_deep` (nesting over `maxNesting`, or copies of nested canonical values outgrowing the body by
+ * `too_deep` (nesting over `maxNesting`; objects with canonical or alias members nested more than
+ * `maxValueBytes /` {@link FRAME_BYTES} deep; or copies of nested canonical values outgrowing the body by
  * {@link GROWTH_SLACK}). Pieces inserted before that point stay. A top-level scalar, a body without
  * canonical keys, and an empty body pass byte for byte as `unchanged`.
  *

@@ -192,10 +192,17 @@ describe('patchJson — size and depth', () => {
     expect(result.body.toString()).toBe(text.replace('{"metadata":7}', '{"metadata":7,"tags":7}'));
   });
 
-  it('patches every level of 100,000 nested objects', () => {
+  it('patches every level of 100,000 nested objects (when maxValueBytes allows that many open objects)', () => {
     const depth = 100_000;
     const text = `${'{"metadata":0,"x":'.repeat(depth)}0${'}'.repeat(depth)}`;
-    const result = patch(text);
+    const bounded = patchJson(pairs, Buffer.from(text));
+    expect(bounded.outcome).toEqual({ kind: 'skipped', reason: 'too_deep' }); // 1 MiB / 32 B < 100,000
+    expect(bounded.body.toString()).toBe(text);
+    const whole = patchJson(pairs, Buffer.from(text), { maxValueBytes: 4 * 1024 * 1024 });
+    const result =
+      whole.outcome.kind === 'patched'
+        ? { kind: 'patched' as const, body: whole.body, insertions: whole.insertions }
+        : whole.outcome;
     expect(result.kind).toBe('patched');
     if (result.kind !== 'patched') return;
     expect(result.insertions).toHaveLength(depth);
