@@ -10,6 +10,10 @@
  *   files pass, its `n_` files fail.
  * - No recursion: nesting is an explicit stack of one byte per level, so depth is bounded by memory only.
  * - Linear time; no object is ever built from the input, so prototype pollution is impossible.
+ *
+ * Two entry points with the same grammar and verdicts (both held to JSONTestSuite): {@link scanJson} for
+ * a whole buffer (the request-body rewrite), and {@link JsonStreamScanner}, fed chunk by chunk with its
+ * state carried across them (the streaming response patch; SPEC §6).
  */
 
 /** Why and where a text is not JSON. */
