@@ -85,9 +85,13 @@ const INITIAL_HOLD = 4096;
 
 /**
  * What one open object with a canonical or alias member costs the patch (its frame: depth, alias mask,
- * hold base, two slots per pair), in bytes: at most `maxValueBytes / FRAME_BYTES` such objects may nest.
+ * hold base, two slots per pair), in bytes: at most `maxValueBytes / FRAME_BYTES` (or {@link MIN_FRAMES})
+ * such objects may nest.
  */
 export const FRAME_BYTES = 32;
+
+/** Open objects with canonical or alias members always allowed, however small `maxValueBytes` is. */
+export const MIN_FRAMES = 1024;
 
 /**
  * The streaming patch (see {@link createJsonPatch}). Everything it receives is emitted at once, as
@@ -103,6 +107,7 @@ export const FRAME_BYTES = 32;
 class JsonPatch implements ResponsePatch, StreamScanHandler {
   readonly #compiled: Compiled;
   readonly #maxValueBytes: number;
+  readonly #maxFrames: number;
   readonly #budget: BufferBudget | undefined;
   readonly #onInsert: ((canonical: string, alias: string) => void) | undefined;
   /** For {@link patchJson}: each insertion with its offset in the upstream body. */
@@ -146,6 +151,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   ) {
     this.#compiled = compiled;
     this.#maxValueBytes = options.maxValueBytes;
+    this.#maxFrames = Math.max(MIN_FRAMES, Math.floor(options.maxValueBytes / FRAME_BYTES));
     this.#budget = options.budget;
     this.#onInsert = options.onInsert;
     this.#onInsertion = onInsertion;
@@ -200,7 +206,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     let frame = frames.length - 1;
     if (frame < 0 || frames[frame] !== depth) {
       // The open objects with reported members cost memory too (~32 bytes each): bounded with the copies.
-      if ((frames.length + 1) * FRAME_BYTES > this.#maxValueBytes) return this.#skip('too_deep');
+      if (frames.length >= this.#maxFrames) return this.#skip('too_deep');
       frames.push(depth);
       this.#frameAliasMask.push(0);
       this.#frameHoldBase.push(this.#holdLength);
@@ -354,8 +360,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
  * (`skipped`/`invalid_json`); JSON is never "repaired". Also `skipped`, from the point where it
  * happens: `value_too_large` (held copies over `maxValueBytes`), `budget_exhausted` (the budget refused),
  * `too_deep` (nesting over `maxNesting`; objects with canonical or alias members nested more than
- * `maxValueBytes /` {@link FRAME_BYTES} deep; or copies of nested canonical values outgrowing the body by
- * {@link GROWTH_SLACK}). Pieces inserted before that point stay. A top-level scalar, a body without
+ * `maxValueBytes /` {@link FRAME_BYTES} (at least {@link MIN_FRAMES}) deep; or copies of nested
+ * canonical values outgrowing the body by {@link GROWTH_SLACK}). Pieces inserted before that point stay. A top-level scalar, a body without
  * canonical keys, and an empty body pass byte for byte as `unchanged`.
  *
  * @param pairs Canonical/alias pairs (alias table, `response` rows), at most 30. Compiled once per array.
