@@ -10,6 +10,10 @@
  *   files pass, its `n_` files fail.
  * - No recursion: nesting is an explicit stack of one byte per level, so depth is bounded by memory only.
  * - Linear time; no object is ever built from the input, so prototype pollution is impossible.
+ *
+ * Two entry points with the same grammar and verdicts (both held to JSONTestSuite): {@link scanJson} for
+ * a whole buffer (the request-body rewrite), and {@link JsonStreamScanner}, fed chunk by chunk with its
+ * state carried across them (the streaming response patch; SPEC §6).
  */
 
 /** Why and where a text is not JSON. */
@@ -62,6 +66,11 @@ export class KeyNames {
     for (const b of this.#bytes) this.#byLength[b.length] = 1;
     // Every byte of a name can be written as `\uXXXX` (6 bytes); a longer escaped key cannot match.
     this.#maxRawLength = maxLength * 6 + 2;
+  }
+
+  /** Longest key token (with quotes, in bytes) that can spell one of the names: longer keys never match. */
+  get maxRawLength(): number {
+    return this.#maxRawLength;
   }
 
   /**
@@ -381,4 +390,783 @@ export function skipWhitespace(text: Buffer, i: number): number {
 export function skipWhitespaceBack(text: Buffer, i: number): number {
   while (i > 0 && isWhitespace(text[i - 1])) i--;
   return i;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The incremental scanner: the same grammar, fed chunk by chunk.
+
+/**
+ * Receives the members of an incrementally scanned text whose key is one of the scanned names. Offsets
+ * are absolute (bytes since the first byte of the first chunk). A method returning `false` stops the
+ * scan: {@link JsonStreamScanner.write} then returns {@link SCAN_STOPPED} and the scanner is spent.
+ */
+export interface StreamScanHandler {
+  /**
+   * The value of a member whose decoded key is `names[name]` starts at `valueStart` (its first byte, in
+   * the current chunk).
+   * @param depth Nesting depth of the object that holds the member (1 = the top-level object).
+   */
+  onMember(depth: number, name: number, valueStart: number): boolean;
+  /** The value of the member last reported at `depth` ends just before `valueEnd` (in the current chunk, or its end). */
+  onValue(depth: number, valueEnd: number): boolean;
+  /** An object at `depth` that had at least one reported member closes; `closeOffset` is its `}` (in the current chunk). */
+  onObjectEnd(depth: number, closeOffset: number): boolean;
+}
+
+/** {@link JsonStreamScanner.write}/`end` result: the text so far is valid (or a valid prefix). */
+export const SCAN_OK = 0;
+/** The text is not JSON; {@link JsonStreamScanner.error} says why and where. */
+export const SCAN_INVALID = 1;
+/** Nesting exceeded the scanner's `maxNesting`. */
+export const SCAN_TOO_DEEP = 2;
+/** A handler method returned `false`. */
+export const SCAN_STOPPED = 3;
+/** One of {@link SCAN_OK}, {@link SCAN_INVALID}, {@link SCAN_TOO_DEEP}, {@link SCAN_STOPPED}. */
+export type ScanStatus = 0 | 1 | 2 | 3;
+
+// Scanner states (what the next byte may be).
+const S_VALUE = 0; // a value
+const S_AFTER = 1; // after a value: whitespace, then ',' or the closer (only whitespace at depth 0)
+const S_KEY = 2; // a key (after ',' in an object)
+const S_OPEN_OBJECT = 3; // after '{': a key or '}'
+const S_OPEN_ARRAY = 4; // after '[': a value or ']'
+const S_COLON = 5; // after a key: ':'
+const S_MEMBER_VALUE = 6; // after the ':' of a reported key: the value's first byte
+const S_STRING = 7; // inside a string value
+const S_KEY_STRING = 8; // inside a key
+const S_NUMBER = 9; // inside a number
+const S_LITERAL = 10; // inside true, false or null
+const S_SPENT = 11; // after an error, a stop or the end
+
+// String sub-states (only needed when a chunk ends inside an escape or a UTF-8 sequence).
+const STR_PLAIN = 0;
+const STR_BACKSLASH = 1;
+const STR_HEX = 2; // `strNeed` hex digits to go
+const STR_UTF8 = 3; // `strNeed` continuation bytes to go, the next in [strLo, strHi]
+
+// Number sub-states (RFC 8259 §6); the odd names are terminal (the number may end there).
+const N_MINUS = 0;
+const N_ZERO = 1;
+const N_INT = 3;
+const N_DOT = 2;
+const N_FRAC = 5;
+const N_E = 4;
+const N_ESIGN = 6;
+const N_EXP = 7;
+
+// What an error message says was expected.
+const E_AFTER_TEXT = 0;
+const E_OBJECT_NEXT = 1;
+const E_ARRAY_NEXT = 2;
+const E_KEY = 3;
+const E_COLON = 4;
+const E_VALUE = 5;
+const E_VALUE_HINT = 6;
+
+/** `c` at the end of a chunk (never a byte). */
+const END = -1;
+
+const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')];
+
+/** Set by {@link scanStringChunk} when it returns -2: the offset of the sequence it could not finish. */
+let stringStop = 0;
+
+/**
+ * Scans string bytes from `i` in a chunk that may end inside the string (fast path of the incremental
+ * scanner, in the plain string sub-state).
+ * @returns The offset after the closing quote; -1 with {@link stringFault} set; -2 when the chunk ends
+ *   (or an escape or UTF-8 sequence may cross its end) at {@link stringStop}.
+ */
+function scanStringChunk(text: Buffer, i: number, n: number): number {
+  for (;;) {
+    // Four plain bytes at a time: most string bytes are plain.
+    while (
+      i + 3 < n &&
+      (STRING_CLASS[text[i]!]! |
+        STRING_CLASS[text[i + 1]!]! |
+        STRING_CLASS[text[i + 2]!]! |
+        STRING_CLASS[text[i + 3]!]!) ===
+        0
+    )
+      i += 4;
+    // In-bounds loads only: a load that has seen the end of a typed array makes V8 slower on every byte.
+    if (i >= n) {
+      stringStop = i;
+      return -2;
+    }
+    const c = text[i]!;
+    const cls = STRING_CLASS[c]!;
+    if (cls === 0) {
+      i++;
+    } else if (cls === 1) {
+      return i + 1;
+    } else if (cls === 2) {
+      stringHadEscape = true;
+      if (i + 6 > n) {
+        stringStop = i;
+        return -2;
+      }
+      const e = text[i + 1]!;
+      if (SIMPLE_ESCAPE[e] === 1) i += 2;
+      else if (e === 0x75 && HEX[text[i + 2]!] && HEX[text[i + 3]!] && HEX[text[i + 4]!] && HEX[text[i + 5]!])
+        i += 6;
+      else return fail(i, 'invalid escape sequence in string');
+    } else if (cls === 3) {
+      return fail(i, `unescaped control character ${found(text, i)} in string`);
+    } else {
+      if (i + 4 > n) {
+        stringStop = i;
+        return -2;
+      }
+      const length = utf8SequenceLength(text, i);
+      if (length === 0) return fail(i, 'invalid UTF-8 in string');
+      i += length;
+    }
+  }
+}
+
+/**
+ * Scans a number (RFC 8259 §6) starting at `i` that lies wholly in the chunk (fast path).
+ * @returns The offset after it; -1 with {@link stringFault} set; -2 when it reaches the chunk's end
+ *   (the caller then scans it again with the sub-state machine).
+ */
+function scanNumberChunk(text: Buffer, i: number, n: number): number {
+  let c = text[i]!;
+  if (c === 0x2d) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+  }
+  if (c === 0x30) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+  } else if (c >= 0x31 && c <= 0x39) {
+    do {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    } while (c >= 0x30 && c <= 0x39);
+  } else {
+    return fail(i, `expected a digit but found ${found(text, i)}`);
+  }
+  if (c === 0x2e) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+    if (c < 0x30 || c > 0x39) return fail(i, `expected a digit after '.' but found ${found(text, i)}`);
+    do {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    } while (c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    if (++i >= n) return -2;
+    c = text[i]!;
+    if (c === 0x2b || c === 0x2d) {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    }
+    if (c < 0x30 || c > 0x39) return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
+    do {
+      if (++i >= n) return -2;
+      c = text[i]!;
+    } while (c >= 0x30 && c <= 0x39);
+  }
+  return i;
+}
+
+/**
+ * The strict scanner of {@link scanJson}, fed chunk by chunk: the same grammar and verdicts (RFC 8259,
+ * UTF-8 checked byte by byte, no byte order mark, one top-level value with surrounding whitespace),
+ * with its whole state carried between chunks — the nesting as an explicit stack of one byte per level
+ * (never recursion), and a token cut by a chunk boundary as a small sub-state (a key as at most a few
+ * hundred bytes, only to compare it with the names). Members of objects at every depth are compared
+ * with the names.
+ *
+ * Memory: the nesting stack (1 byte per level, at most `maxNesting`) and one key buffer.
+ */
+export class JsonStreamScanner {
+  /** The first error, once {@link write} or {@link end} returned {@link SCAN_INVALID}. */
+  error: ScanError | undefined;
+  readonly #names: KeyNames;
+  readonly #maxNesting: number;
+  #stack = new Uint8Array(64);
+  #depth = 0;
+  #state = S_VALUE;
+  /** Absolute offset of the current chunk's first byte. */
+  #base = 0;
+  #reportedName = -1;
+  #strSub = STR_PLAIN;
+  #strNeed = 0;
+  #strLo = 0;
+  #strHi = 0;
+  #strSeqStart = 0;
+  #numSub = N_MINUS;
+  #literal = 0;
+  #literalPos = 0;
+  #keyBuf: Buffer;
+  #keyLength = 0;
+  #keyEscaped = false;
+
+  /**
+   * @param names Member names to report, at any depth.
+   * @param maxNesting Deepest nesting accepted (arrays and objects); deeper text gives {@link SCAN_TOO_DEEP}.
+   */
+  constructor(names: KeyNames, maxNesting: number) {
+    this.#names = names;
+    this.#maxNesting = maxNesting;
+    this.#keyBuf = Buffer.allocUnsafe(names.maxRawLength);
+  }
+
+  /** Bytes scanned so far (the absolute offset of the next chunk's first byte). */
+  get position(): number {
+    return this.#base;
+  }
+
+  /**
+   * Scans the next chunk, calling `handler` for reported members (offsets absolute).
+   * @returns {@link SCAN_OK} when the text so far can still be (or is) JSON; otherwise why it stopped
+   *   (the scanner is then spent and ignores further chunks). Never throws unless the handler does.
+   */
+  write(text: Buffer, handler: StreamScanHandler): ScanStatus {
+    if (this.#state === S_SPENT) return SCAN_OK;
+    // An int32 (typed array lengths may be float64 in V8), so that the bound checks stay integer compares.
+    const n = text.length | 0;
+    const base = this.#base;
+    let i = 0;
+    if (this.#state >= S_OPEN_ARRAY && this.#state !== S_MEMBER_VALUE) {
+      // A token cut by the end of the previous chunk: finish it apart, keeping this loop small.
+      i = this.#resume(text, n);
+      if (i === -1) return this.#state === S_SPENT ? SCAN_INVALID : SCAN_OK;
+    }
+    let state = this.#state;
+    let stack = this.#stack;
+    let depth = this.#depth;
+    let c: number;
+    let isKey = false;
+
+    for (;;) {
+      if (state === S_AFTER) {
+        if (depth === 0) {
+          while (i < n && isWhitespace(text[i]!)) i++;
+          if (i < n) return this.#unexpected(text, i, E_AFTER_TEXT);
+          break;
+        }
+        const flags = stack[depth]!;
+        if ((flags & CURRENT_REPORTED) !== 0) {
+          stack[depth] = flags & ~CURRENT_REPORTED;
+          if (!handler.onValue(depth, base + i)) return this.#stop();
+        }
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x2c) {
+          i++;
+          state = (flags & IS_OBJECT) !== 0 ? S_KEY : S_VALUE;
+          continue;
+        }
+        if ((flags & IS_OBJECT) !== 0) {
+          if (c !== 0x7d) return this.#unexpected(text, i, E_OBJECT_NEXT);
+          if ((flags & HAS_REPORTED) !== 0 && !handler.onObjectEnd(depth, base + i)) return this.#stop();
+        } else if (c !== 0x5d) {
+          return this.#unexpected(text, i, E_ARRAY_NEXT);
+        }
+        depth--;
+        i++;
+        continue;
+      }
+
+      if (state === S_VALUE) {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x7b || c === 0x5b) {
+          if (depth >= this.#maxNesting) return this.#tooDeep();
+          depth++;
+          if (depth === stack.length) stack = this.#grow();
+          const isObject = c === 0x7b;
+          stack[depth] = isObject ? IS_OBJECT : 0;
+          c = ++i < n ? text[i]! : END;
+          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+          if (c === END) {
+            state = isObject ? S_OPEN_OBJECT : S_OPEN_ARRAY;
+            break;
+          }
+          if (c === (isObject ? 0x7d : 0x5d)) {
+            depth--;
+            i++;
+            state = S_AFTER;
+          } else {
+            state = isObject ? S_KEY : S_VALUE;
+          }
+          continue;
+        }
+        if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+          const end = scanNumberChunk(text, i, n);
+          if (end >= 0) {
+            i = end;
+            state = S_AFTER;
+            continue;
+          }
+          if (end === -1) return this.#fault();
+          // The chunk ends inside the number: again, byte by byte, carrying the sub-state.
+          this.#numSub = c === 0x2d ? N_MINUS : c === 0x30 ? N_ZERO : N_INT;
+          i = this.#number(text, i + 1, n);
+          if (i === -1) return this.#fault();
+          if (i === -2) {
+            state = S_NUMBER;
+            break;
+          }
+          state = S_AFTER;
+          continue;
+        }
+        if (c !== 0x22) {
+          i = this.#literalStart(text, i, n, c);
+          if (i === -1) return SCAN_INVALID;
+          if (i === -2) {
+            state = S_LITERAL;
+            break;
+          }
+          state = S_AFTER;
+          continue;
+        }
+        // A string value: scanned below, with the keys (one call site, so that V8 inlines it).
+      } else if (state === S_MEMBER_VALUE) {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (!handler.onMember(depth, this.#reportedName, base + i)) return this.#stop();
+        state = S_VALUE;
+        continue;
+      } else {
+        // S_KEY, S_OPEN_OBJECT
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x7d && state === S_OPEN_OBJECT) {
+          depth--;
+          i++;
+          state = S_AFTER;
+          continue;
+        }
+        if (c !== 0x22) return this.#unexpected(text, i, E_KEY);
+        isKey = true;
+      }
+
+      // A string (a key when `isKey`) starts at i.
+      const stringStart = i;
+      stringHadEscape = false;
+      i = scanStringChunk(text, i + 1, n);
+      if (!isKey) {
+        if (i < 0) {
+          if (i === -1) return this.#fault();
+          i = this.#stringTail(text, stringStop, n);
+          if (i === -1) return this.#fault();
+          if (i === -2) {
+            state = S_STRING;
+            break;
+          }
+        }
+        state = S_AFTER;
+        continue;
+      }
+      isKey = false;
+      const keyStart = stringStart;
+      let name: number;
+      if (i >= 0) {
+        name = this.#names.match(text, keyStart, i, stringHadEscape);
+      } else {
+        if (i === -1) return this.#fault();
+        i = this.#keyTail(text, keyStart, n);
+        if (i === -1) return this.#fault();
+        if (i === -2) {
+          state = S_KEY_STRING;
+          break;
+        }
+        name = this.#names.match(text, keyStart, i, this.#keyEscaped);
+      }
+      // The ':' after the key, inline (the common case: in the same chunk).
+      c = i < n ? text[i]! : END;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+      if (c === 0x3a) {
+        i++;
+        if (name >= 0) {
+          this.#reportedName = name;
+          stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
+          state = S_MEMBER_VALUE;
+        } else {
+          state = S_VALUE;
+        }
+        continue;
+      }
+      if (c !== END) return this.#unexpected(text, i, E_COLON);
+      this.#reportedName = name;
+      state = S_COLON;
+      break;
+    }
+    // The chunk is used up in `state`.
+    this.#state = state;
+    this.#depth = depth;
+    this.#base = base + n;
+    return SCAN_OK;
+  }
+
+  /**
+   * Finishes, at the start of a chunk, the token or step cut by the end of the previous one.
+   * @returns The offset where the main loop goes on (state and depth updated), or -1 when the chunk is
+   *   used up (still in the token) or the text is invalid (then the scanner is spent).
+   */
+  #resume(text: Buffer, n: number, from = 0): number {
+    let i = from;
+    let c: number;
+    switch (this.#state) {
+      case S_OPEN_ARRAY: {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c === 0x5d) {
+          this.#depth--;
+          this.#state = S_AFTER;
+          return i + 1;
+        }
+        this.#state = S_VALUE;
+        return i;
+      }
+
+      case S_COLON: {
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === END) break;
+        if (c !== 0x3a) {
+          this.#unexpected(text, i, E_COLON);
+          return -1;
+        }
+        if (this.#reportedName >= 0) {
+          this.#stack[this.#depth] = this.#stack[this.#depth]! | HAS_REPORTED | CURRENT_REPORTED;
+          this.#state = S_MEMBER_VALUE;
+        } else {
+          this.#state = S_VALUE;
+        }
+        return i + 1;
+      }
+
+      case S_KEY_STRING: {
+        i = this.#resumeString(text, n);
+        if (i === -1) {
+          this.#fault();
+          return -1;
+        }
+        if (i === -2) {
+          this.#keyAppend(text, 0, n);
+          break;
+        }
+        this.#keyAppend(text, 0, i);
+        this.#reportedName =
+          this.#keyLength <= this.#keyBuf.length
+            ? this.#names.match(this.#keyBuf, 0, this.#keyLength, this.#keyEscaped)
+            : -1;
+        this.#state = S_COLON;
+        return this.#resume(text, n, i);
+      }
+
+      case S_STRING: {
+        i = this.#resumeString(text, n);
+        if (i === -1) {
+          this.#fault();
+          return -1;
+        }
+        if (i === -2) break;
+        this.#state = S_AFTER;
+        return i;
+      }
+
+      case S_NUMBER: {
+        i = this.#number(text, 0, n);
+        if (i === -1) {
+          this.#fault();
+          return -1;
+        }
+        if (i === -2) break;
+        this.#state = S_AFTER;
+        return i;
+      }
+
+      default: {
+        // S_LITERAL
+        const literal = LITERALS[this.#literal]!;
+        let pos = this.#literalPos;
+        while (pos < literal.length && i < n) {
+          if (text[i] !== literal[pos]) {
+            this.#unexpected(text, i, E_VALUE);
+            return -1;
+          }
+          pos++;
+          i++;
+        }
+        this.#literalPos = pos;
+        if (pos < literal.length) break;
+        this.#state = S_AFTER;
+        return i;
+      }
+    }
+    this.#base += n;
+    return -1;
+  }
+
+  /** A key cut in this chunk: finish it byte by byte, or keep its bytes for the next chunk. */
+  #keyTail(text: Buffer, keyStart: number, n: number): number {
+    this.#keyEscaped = stringHadEscape;
+    this.#keyLength = 0;
+    const i = this.#stringTail(text, stringStop, n);
+    if (i === -2) this.#keyAppend(text, keyStart, n);
+    return i;
+  }
+
+  /** A literal starting at `i`: its end, -2 when the chunk ends inside it, -1 (spent) when it is none. */
+  #literalStart(text: Buffer, i: number, n: number, c: number): number {
+    const literal = c === 0x74 ? 0 : c === 0x66 ? 1 : c === 0x6e ? 2 : -1;
+    if (literal < 0) {
+      this.#unexpected(text, i, E_VALUE_HINT);
+      return -1;
+    }
+    const bytes = LITERALS[literal]!;
+    if (i + bytes.length <= n) {
+      for (let k = 1; k < bytes.length; k++) {
+        if (text[i + k] !== bytes[k]) {
+          this.#unexpected(text, i, E_VALUE);
+          return -1;
+        }
+      }
+      return i + bytes.length;
+    }
+    for (let k = 1; i + k < n; k++) {
+      if (text[i + k] !== bytes[k]) {
+        this.#unexpected(text, i, E_VALUE);
+        return -1;
+      }
+    }
+    this.#literal = literal;
+    this.#literalPos = n - i;
+    return -2;
+  }
+
+  #grow(): Uint8Array<ArrayBuffer> {
+    const grown = new Uint8Array(this.#stack.length * 2);
+    grown.set(this.#stack);
+    this.#stack = grown;
+    return grown;
+  }
+
+  #tooDeep(): ScanStatus {
+    this.#state = S_SPENT;
+    return SCAN_TOO_DEEP;
+  }
+
+  /** Fails at byte `i` of this chunk with the message of `kind`. */
+  #unexpected(text: Buffer, i: number, kind: number): ScanStatus {
+    const what = found(text, i);
+    const message =
+      kind === E_AFTER_TEXT
+        ? `unexpected ${what} after the JSON value`
+        : kind === E_OBJECT_NEXT
+          ? `expected ',' or '}' but found ${what}`
+          : kind === E_ARRAY_NEXT
+            ? `expected ',' or ']' but found ${what}`
+            : kind === E_KEY
+              ? `expected a string key but found ${what}`
+              : kind === E_COLON
+                ? `expected ':' after the key but found ${what}`
+                : kind === E_VALUE_HINT
+                  ? `expected a JSON value but found ${what}${hint(text, i)}`
+                  : `expected a JSON value but found ${what}`;
+    this.error = { offset: this.#base + i, message };
+    this.#state = S_SPENT;
+    return SCAN_INVALID;
+  }
+
+  #stop(): ScanStatus {
+    this.#state = S_SPENT;
+    return SCAN_STOPPED;
+  }
+
+  /**
+   * The text ended.
+   * @returns {@link SCAN_OK} when the whole text was one JSON value (with whitespace around it),
+   *   {@link SCAN_INVALID} when it was truncated (or empty); a spent scanner returns {@link SCAN_OK}.
+   */
+  end(): ScanStatus {
+    const state = this.#state;
+    if (state === S_SPENT) return SCAN_OK;
+    this.#state = S_SPENT;
+    const complete =
+      this.#depth === 0 && (state === S_AFTER || (state === S_NUMBER && (this.#numSub & 1) === 1));
+    if (complete) return SCAN_OK;
+    const message =
+      state === S_STRING || state === S_KEY_STRING
+        ? 'unterminated string'
+        : state === S_NUMBER && (this.#numSub & 1) === 0
+          ? 'expected a digit but found the end of the text'
+          : 'unexpected end of the text';
+    this.error = { offset: this.#base, message };
+    return SCAN_INVALID;
+  }
+
+  #fault(): ScanStatus {
+    this.error = { offset: this.#base + stringFault.offset, message: stringFault.message };
+    this.#state = S_SPENT;
+    return SCAN_INVALID;
+  }
+
+  #keyAppend(text: Buffer, from: number, to: number): void {
+    const length = this.#keyLength;
+    const room = this.#keyBuf.length - length;
+    if (room >= to - from) text.copy(this.#keyBuf, length, from, to);
+    // A key longer than the buffer cannot match; only its length is kept.
+    this.#keyLength = length + (to - from);
+  }
+
+  /**
+   * Scans the string bytes of `text` from `i` to the chunk's end byte by byte, carrying the sub-state.
+   * @returns -2 (the chunk ended inside the string), the offset after the closing quote, or -1.
+   */
+  #stringTail(text: Buffer, i: number, n: number): number {
+    this.#strSub = STR_PLAIN;
+    while (i < n) {
+      const r = this.#stringByte(text, i);
+      if (r === -1) return -1;
+      i++;
+      if (r === 1) return i;
+    }
+    return -2;
+  }
+
+  /** Continues a string at the start of a chunk: slow path until the sub-state is plain, then the fast one. */
+  #resumeString(text: Buffer, n: number): number {
+    let i = 0;
+    while (this.#strSub !== STR_PLAIN) {
+      if (i >= n) return -2;
+      const r = this.#stringByte(text, i);
+      if (r === -1) return -1;
+      i++;
+    }
+    stringHadEscape = false;
+    const end = scanStringChunk(text, i, n);
+    if (stringHadEscape) this.#keyEscaped = true;
+    if (end === -2) return this.#stringTail(text, stringStop, n);
+    return end;
+  }
+
+  /** One string byte in the carried sub-state: 0 = go on, 1 = the closing quote, -1 = invalid. */
+  #stringByte(text: Buffer, i: number): number {
+    const c = text[i]!;
+    switch (this.#strSub) {
+      case STR_PLAIN: {
+        const cls = STRING_CLASS[c]!;
+        if (cls === 0) return 0;
+        if (cls === 1) return 1;
+        this.#strSeqStart = this.#base + i;
+        if (cls === 2) {
+          this.#keyEscaped = true;
+          this.#strSub = STR_BACKSLASH;
+          return 0;
+        }
+        if (cls === 3) return fail(i, `unescaped control character ${found(text, i)} in string`);
+        if (c >= 0xc2 && c <= 0xdf) {
+          this.#strNeed = 1;
+          this.#strLo = 0x80;
+          this.#strHi = 0xbf;
+        } else if (c >= 0xe0 && c <= 0xef) {
+          this.#strNeed = 2;
+          this.#strLo = c === 0xe0 ? 0xa0 : 0x80;
+          this.#strHi = c === 0xed ? 0x9f : 0xbf;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+          this.#strNeed = 3;
+          this.#strLo = c === 0xf0 ? 0x90 : 0x80;
+          this.#strHi = c === 0xf4 ? 0x8f : 0xbf;
+        } else return fail(i, 'invalid UTF-8 in string');
+        this.#strSub = STR_UTF8;
+        return 0;
+      }
+      case STR_BACKSLASH:
+        if (SIMPLE_ESCAPE[c] === 1) this.#strSub = STR_PLAIN;
+        else if (c === 0x75) {
+          this.#strSub = STR_HEX;
+          this.#strNeed = 4;
+        } else return this.#seqFail('invalid escape sequence in string');
+        return 0;
+      case STR_HEX:
+        if (HEX[c] !== 1) return this.#seqFail('invalid escape sequence in string');
+        if (--this.#strNeed === 0) this.#strSub = STR_PLAIN;
+        return 0;
+      default:
+        if (c < this.#strLo || c > this.#strHi) return this.#seqFail('invalid UTF-8 in string');
+        this.#strLo = 0x80;
+        this.#strHi = 0xbf;
+        if (--this.#strNeed === 0) this.#strSub = STR_PLAIN;
+        return 0;
+    }
+  }
+
+  /** Fails at the start of the escape or UTF-8 sequence being completed (which may be in an earlier chunk). */
+  #seqFail(message: string): -1 {
+    return fail(this.#strSeqStart - this.#base, message);
+  }
+
+  /**
+   * Scans number bytes from `i` in the carried sub-state (RFC 8259 §6).
+   * @returns The offset of the first byte after the number; -2 when the chunk ends inside it; -1.
+   */
+  #number(text: Buffer, i: number, n: number): number {
+    let sub = this.#numSub;
+    for (;;) {
+      if (i >= n) {
+        this.#numSub = sub;
+        return -2;
+      }
+      const c = text[i]!;
+      const digit = c >= 0x30 && c <= 0x39;
+      switch (sub) {
+        case N_MINUS:
+          if (!digit) return fail(i, `expected a digit but found ${found(text, i)}`);
+          sub = c === 0x30 ? N_ZERO : N_INT;
+          break;
+        case N_INT:
+        case N_ZERO:
+          if (digit && sub === N_INT) {
+            // The common case: a run of digits.
+            do i++;
+            while (i < n && text[i]! >= 0x30 && text[i]! <= 0x39);
+            continue;
+          }
+          if (c === 0x2e) sub = N_DOT;
+          else if (c === 0x65 || c === 0x45) sub = N_E;
+          else return this.#numberEnd(sub, i);
+          break;
+        case N_DOT:
+          if (!digit) return fail(i, `expected a digit after '.' but found ${found(text, i)}`);
+          sub = N_FRAC;
+          break;
+        case N_FRAC:
+          if (digit) break;
+          if (c === 0x65 || c === 0x45) sub = N_E;
+          else return this.#numberEnd(sub, i);
+          break;
+        case N_E:
+          if (c === 0x2b || c === 0x2d) sub = N_ESIGN;
+          else if (digit) sub = N_EXP;
+          else return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
+          break;
+        case N_ESIGN:
+          if (!digit) return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
+          sub = N_EXP;
+          break;
+        default:
+          // N_EXP
+          if (!digit) return this.#numberEnd(sub, i);
+      }
+      i++;
+    }
+  }
+
+  #numberEnd(sub: number, i: number): number {
+    this.#numSub = sub;
+    return i;
+  }
 }

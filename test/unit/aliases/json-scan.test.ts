@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  JsonStreamScanner,
   KeyNames,
+  SCAN_INVALID,
+  SCAN_OK,
+  SCAN_STOPPED,
+  SCAN_TOO_DEEP,
   type ScanHandler,
+  type StreamScanHandler,
   scanJson,
   skipWhitespace,
   skipWhitespaceBack,
@@ -234,5 +240,81 @@ describe('skipWhitespace / skipWhitespaceBack', () => {
     expect(skipWhitespace(text, 1)).toBe(5);
     expect(skipWhitespaceBack(text, 5)).toBe(1);
     expect(skipWhitespaceBack(Buffer.from('  '), 2)).toBe(0);
+  });
+});
+
+describe('JsonStreamScanner — the same grammar, chunk by chunk', () => {
+  /** Scans `text` one byte per chunk, recording the handler calls (offsets absolute). */
+  function bytewise(text: string, names: string[], stopAt = '') {
+    const events: string[] = [];
+    const handler: StreamScanHandler = {
+      onMember: (depth, name, start) => events.push(`member ${depth} ${names[name]} ${start}`) > 0,
+      onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+      onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`) !== 0 && stopAt !== 'end',
+    };
+    const scanner = new JsonStreamScanner(new KeyNames(names), 1000);
+    const bytes = Buffer.from(text);
+    let status: number = SCAN_OK;
+    for (let k = 0; k < bytes.length && status === SCAN_OK; k++)
+      status = scanner.write(bytes.subarray(k, k + 1), handler);
+    if (status === SCAN_OK) status = scanner.end();
+    return { events, status, error: scanner.error };
+  }
+
+  it('reports members with absolute offsets however the text is cut', () => {
+    // The text: {"tags":{"t\u0061gs":1},"x":2,"tags":[3] }  (the escaped key is 11 bytes, at 9–19)
+    const { events, status } = bytewise('{"tags":{"t\\u0061gs":1},"x":2,"tags":[3] }', ['tags']);
+    expect(status).toBe(SCAN_OK);
+    expect(events).toEqual([
+      'member 1 tags 8',
+      'member 2 tags 21',
+      'value 2 22',
+      'end 2 22',
+      'value 1 23',
+      'member 1 tags 37',
+      'value 1 40',
+      'end 1 41',
+    ]);
+  });
+
+  it.each([
+    ['{"a":1,}', 7, /expected a string key but found '}'/],
+    ['[1 2]', 3, /expected ',' or '\]' but found '2'/],
+    ['{"a":1}x', 7, /unexpected 'x' after the JSON value/],
+    ['"a\\x"', 2, /invalid escape sequence/],
+    ['[tru]', 4, /expected a JSON value/],
+    ['[-]', 2, /expected a digit/],
+    ['"abc', 4, /unterminated string/],
+    ['{"a":1', 6, /unexpected end/],
+    ['', 0, /unexpected end/],
+  ])('rejects %j at byte %i', (text, offset, message) => {
+    const { status, error } = bytewise(text, []);
+    expect(status).toBe(SCAN_INVALID);
+    expect(error?.message).toMatch(message);
+    expect(error?.offset).toBe(offset);
+  });
+
+  it('checks UTF-8 across chunk boundaries', () => {
+    const scan = (bytes: number[]) => {
+      const scanner = new JsonStreamScanner(new KeyNames([]), 10);
+      const handler = { onMember: () => true, onValue: () => true, onObjectEnd: () => true };
+      const text = Buffer.from([0x22, ...bytes, 0x22]);
+      let status: number = SCAN_OK;
+      for (let k = 0; k < text.length && status === SCAN_OK; k++)
+        status = scanner.write(text.subarray(k, k + 1), handler);
+      return status === SCAN_OK ? scanner.end() : status;
+    };
+    expect(scan([0xf0, 0x9f, 0x98, 0x80])).toBe(SCAN_OK); // U+1F600
+    expect(scan([0xed, 0xa0, 0x80])).toBe(SCAN_INVALID); // a surrogate
+    expect(scan([0xc0, 0xaf])).toBe(SCAN_INVALID); // overlong
+    expect(scan([0xf4, 0x90, 0x80, 0x80])).toBe(SCAN_INVALID); // above U+10FFFF
+  });
+
+  it('stops when a handler returns false, and at maxNesting', () => {
+    expect(bytewise('[{"tags":1},{"tags":2}]', ['tags'], 'end').status).toBe(SCAN_STOPPED);
+    const scanner = new JsonStreamScanner(new KeyNames([]), 3);
+    const handler = { onMember: () => true, onValue: () => true, onObjectEnd: () => true };
+    expect(scanner.write(Buffer.from('[[['), handler)).toBe(SCAN_OK);
+    expect(scanner.write(Buffer.from('['), handler)).toBe(SCAN_TOO_DEEP);
   });
 });

@@ -1,17 +1,19 @@
 /**
  * JSONTestSuite (https://github.com/nst/JSONTestSuite, MIT): every `y_` file must be accepted and every
  * `n_` file rejected by the scanner, the body rewrite and the patch; `i_` files are the implementation's
- * choice, pinned below so that a change of verdict is deliberate.
+ * choice, pinned below so that a change of verdict is deliberate. The streaming patch gives the same
+ * bytes and outcome wherever the body is cut into chunks (every split point of every file).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { KeyNames, scanJson } from '../../../src/aliases/json-scan.ts';
-import { patchJson } from '../../../src/aliases/patch-json.ts';
+import { createJsonPatch, patchJson } from '../../../src/aliases/patch-json.ts';
 import { rewriteBody } from '../../../src/aliases/rewrite-body.ts';
 import { responsePairs } from '../../../src/aliases/table.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
+import { cutInserted } from './helpers.ts';
 
 /** Vendored copy of the corpus (test/fixtures/JSONTestSuite, MIT; see its SOURCE file). */
 const CORPUS =
@@ -52,9 +54,29 @@ const ACCEPTED_I = new Set([
   'i_structure_500_nested_arrays.json',
 ]);
 
-/** Whether patchJson's precheck lets the body through to the full scan. */
-const prechecked = (bytes: Buffer) =>
-  bytes.includes('"metadata"') || bytes.includes('"requiredMetadataTypes"') || bytes.includes(0x5c);
+const INVALID = { kind: 'skipped', reason: 'invalid_json' };
+
+/** The streaming patch fed `body` cut at `cuts` (ascending offsets): output bytes and outcome. */
+function streamed(body: Buffer, cuts: readonly number[]) {
+  const patch = createJsonPatch(pairs, { maxValueBytes: 1024 * 1024 });
+  const out: Buffer[] = [];
+  const emit = (bytes: Buffer) => out.push(Buffer.from(bytes));
+  let from = 0;
+  for (const cut of [...cuts, body.length]) {
+    patch.write(body.subarray(from, cut), emit);
+    from = cut;
+  }
+  patch.end(emit);
+  return { body: Buffer.concat(out), outcome: patch.outcome };
+}
+
+/** Every split point, or for files over 64 KiB a sample of them (the start, the end, every 9973rd). */
+function splitPoints(length: number): number[] {
+  if (length <= 64 * 1024) return Array.from({ length: length + 1 }, (_, k) => k);
+  const points = [0, 1, 2, length - 2, length - 1, length];
+  for (let k = 3; k < length - 2; k += 9973) points.push(k);
+  return points.sort((a, b) => a - b);
+}
 
 function expectRejectedBody(bytes: Buffer) {
   let thrown: unknown;
@@ -79,8 +101,9 @@ describe('JSONTestSuite test_parsing', () => {
       const bytes = read(file);
       expect(scanJson(bytes, names, noop, Number.POSITIVE_INFINITY)).toBeUndefined();
       expect(rewriteBody(renames, bytes).body).toBe(bytes);
-      expect(patchJson(pairs, bytes).kind).toBe('unchanged');
-      expect(patchJson(pairs, bytes, { precheck: false }).kind).toBe('unchanged');
+      const result = patchJson(pairs, bytes);
+      expect(result.outcome).toEqual({ kind: 'unchanged' });
+      expect(result.body).toBe(bytes);
     });
   });
 
@@ -92,14 +115,10 @@ describe('JSONTestSuite test_parsing', () => {
       expect(error!.offset).toBeGreaterThanOrEqual(0);
       expect(error!.offset).toBeLessThanOrEqual(bytes.length);
       expectRejectedBody(bytes);
-      expect(patchJson(pairs, bytes, { precheck: false })).toEqual({
-        kind: 'skipped',
-        reason: 'invalid_json',
-      });
-      // With the precheck, a body that cannot hold a canonical key is passed on without a scan.
-      expect(patchJson(pairs, bytes)).toEqual(
-        prechecked(bytes) ? { kind: 'skipped', reason: 'invalid_json' } : { kind: 'unchanged' },
-      );
+      // Never repaired: the bytes pass verbatim; an empty body is `unchanged` (nothing to patch).
+      const result = patchJson(pairs, bytes);
+      expect(result.outcome).toEqual(bytes.length === 0 ? { kind: 'unchanged' } : INVALID);
+      expect(result.body.equals(bytes)).toBe(true);
     });
   });
 
@@ -110,9 +129,9 @@ describe('JSONTestSuite test_parsing', () => {
       expect(scanJson(bytes, names, noop, Number.POSITIVE_INFINITY) === undefined).toBe(accepted);
       if (accepted) expect(rewriteBody(renames, bytes).body).toBe(bytes);
       else expectRejectedBody(bytes);
-      expect(patchJson(pairs, bytes, { precheck: false })).toEqual(
-        accepted ? { kind: 'unchanged' } : { kind: 'skipped', reason: 'invalid_json' },
-      );
+      const result = patchJson(pairs, bytes);
+      expect(result.outcome).toEqual(accepted ? { kind: 'unchanged' } : INVALID);
+      expect(result.body.equals(bytes)).toBe(true);
     });
   });
 
@@ -124,13 +143,54 @@ describe('JSONTestSuite test_parsing', () => {
       const result = patchJson(pairs, wrapped);
       if (file.startsWith('n_')) {
         // Some n_ files are unclosed objects or arrays that the closing brace repairs; the rest stay invalid.
-        if (result.kind !== 'skipped') expect(() => JSON.parse(wrapped.toString('utf8'))).not.toThrow();
+        // Pieces inserted before the first invalid byte stay (`{"metadata":{}}}`); cut, they give the input.
+        if (result.outcome.kind === 'skipped')
+          expect(cutInserted(result.body, result.insertions).equals(wrapped)).toBe(true);
+        else expect(() => JSON.parse(wrapped.toString('utf8'))).not.toThrow();
       } else {
-        expect(result.kind).toBe('patched');
-        if (result.kind !== 'patched') return;
-        // The copy goes right after the value, before any whitespace that follows it.
+        expect(result.outcome).toEqual({ kind: 'patched' });
+        // The copy goes just before the object's `}`, without the whitespace around the value.
         const [, lead, value, trail] = /^([ \t\n\r]*)([\s\S]*?)([ \t\n\r]*)$/.exec(bytes.toString('utf8'))!;
-        expect(result.body.toString('utf8')).toBe(`{"metadata":${lead}${value},"tags":${value}${trail}}`);
+        expect(result.body.toString('utf8')).toBe(`{"metadata":${lead}${value}${trail},"tags":${value}}`);
+        expect(cutInserted(result.body, result.insertions).equals(wrapped)).toBe(true);
+      }
+    });
+  });
+
+  describe('every split point: the streamed bytes and outcome are those of the whole body', () => {
+    // Each file as it is, and wrapped as the value of a canonical member (so that copies cross the cuts).
+    it.each(files)('%s', (file) => {
+      const bytes = read(file);
+      const wrapped = Buffer.concat([Buffer.from('{"metadata":'), bytes, Buffer.from('}')]);
+      for (const body of [bytes, wrapped]) {
+        const whole = patchJson(pairs, body);
+        for (const cut of splitPoints(body.length)) {
+          const split = streamed(body, [cut]);
+          if (!split.body.equals(whole.body)) expect.fail(`${file}: cut at ${cut} changes the bytes`);
+          expect(split.outcome).toEqual(whole.outcome);
+        }
+        // A few 3-way splits, and one byte per chunk for the small files.
+        const n = body.length;
+        for (const cuts of [
+          [1, n - 1],
+          [Math.floor(n / 3), Math.floor((2 * n) / 3)],
+          [Math.floor(n / 2), Math.floor(n / 2) + 1],
+        ]) {
+          const split = streamed(
+            body,
+            cuts.filter((c) => c >= 0 && c <= n).sort((a, b) => a - b),
+          );
+          expect(split.body.equals(whole.body)).toBe(true);
+          expect(split.outcome).toEqual(whole.outcome);
+        }
+        if (n <= 512) {
+          const bytewise = streamed(
+            body,
+            Array.from({ length: n }, (_, k) => k),
+          );
+          expect(bytewise.body.equals(whole.body)).toBe(true);
+          expect(bytewise.outcome).toEqual(whole.outcome);
+        }
       }
     });
   });

@@ -5,7 +5,13 @@ import { ALIAS_TABLE, responsePairs } from '../../../src/aliases/table.ts';
 import { addAliases, cutInserted, random, serialize, treeArbitrary } from './helpers.ts';
 
 const pairs = responsePairs();
-const patch = (text: string | Buffer) => patchJson(pairs, Buffer.isBuffer(text) ? text : Buffer.from(text));
+/** The whole-buffer result in the shape these tables compare: the outcome, with body and pieces when patched. */
+const patch = (text: string | Buffer) => {
+  const result = patchJson(pairs, Buffer.isBuffer(text) ? text : Buffer.from(text));
+  return result.outcome.kind === 'patched'
+    ? { kind: 'patched' as const, body: result.body, insertions: result.insertions }
+    : result.outcome;
+};
 const patched = (text: string) => {
   const result = patch(text);
   if (result.kind !== 'patched') throw new Error(`expected patched, got ${JSON.stringify(result)}`);
@@ -18,9 +24,9 @@ describe('patchJson — every response row of the service document table', () =>
     (canonical, alias) => {
       const c = JSON.stringify(canonical);
       const a = JSON.stringify(alias);
-      // canonical only → alias inserted right after it, same value bytes
+      // canonical only → alias inserted at the end of the object, same value bytes
       expect(patched(`{"uuid":"u",${c}:[{"v":1.50}],"x":1}`)).toBe(
-        `{"uuid":"u",${c}:[{"v":1.50}],${a}:[{"v":1.50}],"x":1}`,
+        `{"uuid":"u",${c}:[{"v":1.50}],"x":1,${a}:[{"v":1.50}]}`,
       );
       // both → unchanged
       expect(patch(`{${c}:[1],${a}:[2]}`)).toEqual({ kind: 'unchanged' });
@@ -35,12 +41,12 @@ describe('patchJson — bytes', () => {
   it.each([
     [
       '{"metadata":12345678901234567890,"x":1.50}',
-      '{"metadata":12345678901234567890,"tags":12345678901234567890,"x":1.50}',
+      '{"metadata":12345678901234567890,"x":1.50,"tags":12345678901234567890}',
     ],
-    ['{ "metadata" : 1.50 , "x":1}', '{ "metadata" : 1.50,"tags":1.50 , "x":1}'],
+    ['{ "metadata" : 1.50 , "x":1}', '{ "metadata" : 1.50 , "x":1,"tags":1.50}'],
     [
       '{"metadata":"\\u00e9\\n\\"","tags2":0}',
-      '{"metadata":"\\u00e9\\n\\"","tags":"\\u00e9\\n\\"","tags2":0}',
+      '{"metadata":"\\u00e9\\n\\"","tags2":0,"tags":"\\u00e9\\n\\""}',
     ],
     [
       '[{"metadata":1},{"metadata":2,"tags":3},{"a":{"metadata":[]}}]',
@@ -53,11 +59,14 @@ describe('patchJson — bytes', () => {
     ],
     [
       '{"metadata":1,"requiredMetadataTypes":2}',
-      '{"metadata":1,"tags":1,"requiredMetadataTypes":2,"requiredTags":2}',
+      '{"metadata":1,"requiredMetadataTypes":2,"tags":1,"requiredTags":2}',
     ],
     // escaped spellings count, on either side
     ['{"m\\u0065tadata":1}', '{"m\\u0065tadata":1,"tags":1}'],
     ['{"metadata":1,"t\\u0061gs":2}', null],
+    // the alias after the canonical value: known only when the object closes
+    ['{"metadata":[1],"tags":[2]}', null],
+    ['{"metadata":[1],"x":{"tags":0},"tags":[2]}', null],
     // canonical twice: the last value (JSON.parse semantics), after the last member
     ['{"metadata":1,"x":0,"metadata":2}', '{"metadata":1,"x":0,"metadata":2,"tags":2}'],
     // nested canonical: the copy is the patched value, so patching is idempotent
@@ -69,9 +78,9 @@ describe('patchJson — bytes', () => {
       '{"metadata":[{"metadata":1},{"metadata":2}]}',
       '{"metadata":[{"metadata":1,"tags":1},{"metadata":2,"tags":2}],"tags":[{"metadata":1,"tags":1},{"metadata":2,"tags":2}]}',
     ],
-    // keys only, never string values; pretty-printing kept
+    // keys only, never string values; pretty-printing kept (the piece goes just before the `}`)
     ['["metadata",{"x":"metadata"}]', null],
-    ['{\n  "metadata": [\n    1\n  ]\n}\n', '{\n  "metadata": [\n    1\n  ],"tags":[\n    1\n  ]\n}\n'],
+    ['{\n  "metadata": [\n    1\n  ]\n}\n', '{\n  "metadata": [\n    1\n  ]\n,"tags":[\n    1\n  ]}\n'],
   ])('%j', (input, output) => {
     if (output === null) expect(patch(input)).toEqual({ kind: 'unchanged' });
     else {
@@ -94,35 +103,41 @@ describe('patchJson — bytes', () => {
 describe('patchJson — pairs', () => {
   it('accepts any pairs table, up to 30 pairs', () => {
     const custom = [{ canonical: 'new', alias: 'old' }];
-    expect(patchJson(custom, Buffer.from('{"new":1}'))).toMatchObject({ kind: 'patched' });
+    expect(patchJson(custom, Buffer.from('{"new":1}')).outcome).toEqual({ kind: 'patched' });
     const many = Array.from({ length: 31 }, (_, k) => ({ canonical: `c${k}`, alias: `a${k}` }));
     expect(() => patchJson(many, Buffer.from('{}'))).toThrow(/at most 30/);
   });
 });
 
-describe('patchJson — fast path and invalid input', () => {
-  it('does not scan a body that cannot hold a canonical key', () => {
-    expect(patch('{"a":1')).toEqual({ kind: 'unchanged' });
-    expect(patchJson(pairs, Buffer.from('{"a":1'), { precheck: false })).toEqual({
-      kind: 'skipped',
-      reason: 'invalid_json',
-    });
-  });
-
-  it('scans when a backslash could spell a canonical key', () => {
+describe('patchJson — invalid input', () => {
+  it('validates every body, with or without canonical keys (no precheck: the stream cannot look ahead)', () => {
+    expect(patch('{"a":1')).toEqual({ kind: 'skipped', reason: 'invalid_json' });
     expect(patch('{"\\u006detadata":1,')).toEqual({ kind: 'skipped', reason: 'invalid_json' });
   });
 
   it.each([
     ['truncated', '{"metadata":[1,2'],
     ['trailing comma', '{"metadata":1,}'],
-    ['two values', '{"metadata":1} {}'],
-    ['empty', ''],
-  ])('skips invalid JSON (%s)', (_, text) => {
-    expect(patchJson(pairs, Buffer.from(text), { precheck: false })).toEqual({
-      kind: 'skipped',
-      reason: 'invalid_json',
-    });
+    ['two values', '{"a":1} {}'],
+    ['a byte order mark', '\ufeff{"metadata":1}'],
+  ])('skips invalid JSON (%s) and passes its bytes verbatim', (_, text) => {
+    const result = patchJson(pairs, Buffer.from(text));
+    expect(result.outcome).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(result.body.equals(Buffer.from(text))).toBe(true);
+  });
+
+  it('keeps the pieces inserted before the first invalid byte, and passes the rest verbatim', () => {
+    const text = '[{"metadata":1},{"metadata":2},x]';
+    const result = patchJson(pairs, Buffer.from(text));
+    expect(result.outcome).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(result.body.toString()).toBe('[{"metadata":1,"tags":1},{"metadata":2,"tags":2},x]');
+    const two = patchJson(pairs, Buffer.from('{"metadata":1} {}'));
+    expect(two.outcome).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(two.body.toString()).toBe('{"metadata":1,"tags":1} {}');
+  });
+
+  it('passes an empty body as unchanged (nothing to patch)', () => {
+    expect(patch('')).toEqual({ kind: 'unchanged' });
   });
 
   it('skips invalid UTF-8 in a key or a value', () => {
@@ -177,14 +192,21 @@ describe('patchJson — size and depth', () => {
     expect(result.body.toString()).toBe(text.replace('{"metadata":7}', '{"metadata":7,"tags":7}'));
   });
 
-  it('patches every level of 100,000 nested objects', () => {
+  it('patches every level of 100,000 nested objects (when maxValueBytes allows that many open objects)', () => {
     const depth = 100_000;
     const text = `${'{"metadata":0,"x":'.repeat(depth)}0${'}'.repeat(depth)}`;
-    const result = patch(text);
+    const bounded = patchJson(pairs, Buffer.from(text));
+    expect(bounded.outcome).toEqual({ kind: 'skipped', reason: 'too_deep' }); // 1 MiB / 32 B < 100,000
+    expect(bounded.body.toString()).toBe(text);
+    const whole = patchJson(pairs, Buffer.from(text), { maxValueBytes: 4 * 1024 * 1024 });
+    const result =
+      whole.outcome.kind === 'patched'
+        ? { kind: 'patched' as const, body: whole.body, insertions: whole.insertions }
+        : whole.outcome;
     expect(result.kind).toBe('patched');
     if (result.kind !== 'patched') return;
     expect(result.insertions).toHaveLength(depth);
-    expect(result.body.toString()).toBe(text.replaceAll('"metadata":0', '"metadata":0,"tags":0'));
+    expect(result.body.toString()).toBe(text.replaceAll('}', ',"tags":0}'));
   });
 
   it('patches an object with 1,000,000 members', () => {

@@ -37,6 +37,7 @@ function setup(overrides: Partial<AliasSettings> = {}) {
     registry,
     now: () => clock,
     credentials: { apiKeyHeader: 'x-api-key', cookies: ['authtoken'] },
+    budget: { tryReserve: () => true, release() {}, used: 0, limit: Number.MAX_SAFE_INTEGER },
   });
   const exchangeOf = (
     method: string,
