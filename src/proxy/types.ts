@@ -133,7 +133,6 @@ export interface PluginContext {
   readonly logger: Logger;
   /** The shared Prometheus registry; plugins register their own bounded-label metrics on it. */
   readonly registry: Registry;
-  readonly budget: BufferBudget;
   /** The clock, ms since the epoch (default `Date.now`); injected by tests. */
   readonly now?: () => number;
   /** How the credential gate admits requests (`API_KEY_HEADER`, lower-cased; `AUTH_COOKIES`). */
