@@ -4,7 +4,6 @@
  * generated docs/configuration.md. Knows no plugin by name except through `PLUGINS`, so it survives the
  * removal of any plugin.
  */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -314,23 +313,6 @@ describe('UPSTREAM_URL required outside demo mode (fail closed)', () => {
       loadConfig({ UPSTREAM_URL: 'http://b:3000' }, [], { requireUpstream: true }).upstreamUrl?.href,
     ).toBe('http://b:3000/');
     expect(loadConfig({}).upstreamUrl).toBeUndefined();
-  });
-});
-
-describe('node src/main.ts with an invalid environment', () => {
-  it('exits 1 with one stderr line per problem', () => {
-    const result = spawnSync(process.execPath, ['src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, PORT: 'abc', ADMIN_PORT: 'x', UPSTREAM_URL: 'http://127.0.0.1:9' },
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
-    expect(result.status).toBe(1);
-    const lines = result.stderr.split('\n').filter((l) => l !== '');
-    expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/PORT: /);
-    expect(lines[1]).toMatch(/ADMIN_PORT: /);
-    expect(result.stdout).toBe('');
   });
 });
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAdminServer, probeUpstream, UPSTREAM_HEALTH_PATH } from '../../../src/observability/admin.ts';
+import { createAdminServer, probeUpstream, UPSTREAM_HEALTH_PATH } from '../../src/observability/admin.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {

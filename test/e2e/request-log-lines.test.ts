@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/observability/logger.ts';
-import { requestLog } from '../../../src/observability/request-log.ts';
-import { createExchangeState } from '../../../src/proxy/exchange.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { requestLog } from '../../src/observability/request-log.ts';
+import { createExchangeState } from '../../src/proxy/exchange.ts';
 
 let server: Server | undefined;
 afterEach(async () => {
