@@ -21,7 +21,7 @@
  */
 import type http from 'node:http';
 import net from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createFrontServer, SERVER_TIMEOUTS } from '../../src/proxy/server.ts';
 import { startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { send } from '../helpers/http.ts';
@@ -38,7 +38,9 @@ const SLACK_MS = SERVER_TIMEOUTS.connectionsCheckingIntervalMs + 1_000;
 
 const stacks: Stack[] = [];
 const servers: net.Server[] = [];
-afterEach(async () => {
+// The tests run concurrently (each waits on timers, not on the CPU), each on its own stack; all are
+// closed at the end.
+afterAll(async () => {
   for (const s of stacks.splice(0)) await s.close();
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
@@ -108,8 +110,10 @@ const serverConnections = (server: http.Server) =>
 
 const AUTH = 'Host: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n';
 
-describe('slowloris', () => {
-  it('50 heads dripped a byte at a time are cut with 408 after headersTimeout; others are served meanwhile', async () => {
+describe.concurrent('slowloris', () => {
+  it('50 heads dripped a byte at a time are cut with 408 after headersTimeout; others are served meanwhile', async ({
+    expect,
+  }) => {
     const stack = await shortTimeoutStack();
     const head = `GET /api/health HTTP/1.1\r\nHost: shim.test\r\nX-Slow: ${'a'.repeat(10_000)}`;
     let cut = 0;
@@ -135,8 +139,10 @@ describe('slowloris', () => {
   });
 });
 
-describe('slow bodies', () => {
-  it('a body trickled a byte at a time is cut after requestTimeout, and the upstream request aborted', async () => {
+describe.concurrent('slow bodies', () => {
+  it('a body trickled a byte at a time is cut after requestTimeout, and the upstream request aborted', async ({
+    expect,
+  }) => {
     const upstream = await silentUpstream();
     const stack = await shortTimeoutStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '30000' });
     const { ms, response } = await connection(stack, (s) => {
@@ -152,7 +158,9 @@ describe('slow bodies', () => {
     expect(upstream.bytes()).toBeGreaterThan(0); // it was being streamed, not buffered
   });
 
-  it('a body that never comes is cut by whichever is first: requestTimeout or the upstream idle timer', async () => {
+  it('a body that never comes is cut by whichever is first: requestTimeout or the upstream idle timer', async ({
+    expect,
+  }) => {
     const upstream = await silentUpstream();
     const stack = await shortTimeoutStack({
       UPSTREAM_URL: upstream.url,
@@ -169,8 +177,10 @@ describe('slow bodies', () => {
   });
 });
 
-describe('slow read', () => {
-  it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async () => {
+describe.concurrent('slow read', () => {
+  it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async ({
+    expect,
+  }) => {
     const diagnostics = await startDebugUpstream();
     servers.push(diagnostics.server);
     const stack = await shortTimeoutStack({
@@ -193,8 +203,8 @@ describe('slow read', () => {
   });
 });
 
-describe('idle keep-alive connections', () => {
-  it("are closed after keepAliveTimeout (plus Node's keep-alive buffer)", async () => {
+describe.concurrent('idle keep-alive connections', () => {
+  it("are closed after keepAliveTimeout (plus Node's keep-alive buffer)", async ({ expect }) => {
     const stack = await shortTimeoutStack();
     const { ms, response } = await connection(stack, (s) =>
       s.write('GET /api/health HTTP/1.1\r\nHost: shim.test\r\n\r\n'),
