@@ -1,10 +1,11 @@
 /**
- * Reliability under load, on the alias layer's routes: 1,000 legacy clients at once, each on its own
+ * Reliability under load, on the alias layer's routes: {@link CONNECTIONS} legacy clients at once (1,000 with
+ * `npm run test:load`, a tenth in `npm test`: test/helpers/load.ts), each on its own
  * keep-alive connection to a shim process in front of the embedded reference backend, on patched and
  * rewritten routes (GET /missions, GET /files?tags=…), three rounds.
  *
  * No error responses, `tags` equal to `metadata` in every patched item, no client connection beyond
- * the first 1,000 across the rounds, and the shim's peak RSS recorded. The same load on a plain route:
+ * the first {@link CONNECTIONS} across the rounds, and the shim's peak RSS recorded. The same load on a plain route:
  * `reliability-concurrency.test.ts`.
  *
  * Goes with the alias layer (`src/aliases/`): deleted with it (docs/removing-the-alias-layer.md).
@@ -15,7 +16,7 @@ import { CONNECTIONS, keepAliveAgent, ROUNDS, round, runCleanup, startShim } fro
 afterAll(runCleanup);
 
 describe(`${CONNECTIONS} concurrent keep-alive connections`, () => {
-  it('1,000 legacy clients at once on patched and rewritten routes of the reference backend', async () => {
+  it(`${CONNECTIONS} legacy clients at once on patched and rewritten routes of the reference backend`, async () => {
     const shim = await startShim({}); // UPSTREAM_URL unset: the embedded reference backend
     const { agent, sockets } = keepAliveAgent();
     const headers = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };

@@ -8,6 +8,7 @@ import { compare, valid } from 'semver';
 import { describe, expect, it } from 'vitest';
 import { isBelow, parseClientVersion } from '../../src/gates/client-version.ts';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from './budget.ts';
+import { anyCodePoint } from './code-points.ts';
 
 const numeric = fc.oneof(fc.nat(20).map(String), fc.constantFrom('0', '00', '01', '9007199254740993', '-1'));
 const ident = fc.oneof(
@@ -35,7 +36,7 @@ const versionLike = fc
   });
 const anyValue = fc.oneof(
   versionLike,
-  fc.string({ unit: 'binary', maxLength: 300 }),
+  fc.string({ unit: anyCodePoint, maxLength: 300 }),
   fc.string({ maxLength: 12 }),
 );
 

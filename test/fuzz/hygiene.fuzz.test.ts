@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { checkFraming, checkRequestTarget, checkSingleHost } from '../../src/gates/hygiene.ts';
 import { publicPathMatcher } from '../../src/gates/public-paths.ts';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from './budget.ts';
+import { anyCodePoint } from './code-points.ts';
 
 /** Pieces attackers combine; weighted towards encodings of `.`, `/`, `\` and NUL. */
 const FRAGMENT = fc.constantFrom(
@@ -60,7 +61,7 @@ const attackTarget = fc
   .map(([start, parts]) => start + parts.join(''));
 const anyTarget = fc.oneof(
   attackTarget,
-  fc.string({ unit: 'binary', maxLength: 200 }),
+  fc.string({ unit: anyCodePoint, maxLength: 200 }),
   fc.string({ unit: 'grapheme', maxLength: 80 }).map((s) => `/${s}`),
 );
 
@@ -186,7 +187,7 @@ describe('checkFraming and checkSingleHost', () => {
       'gzip',
       '',
     ),
-    fc.string({ unit: 'binary', maxLength: 20 }),
+    fc.string({ unit: anyCodePoint, maxLength: 20 }),
   );
   it(
     'accepts Transfer-Encoding only as exactly "chunked" (OWS aside) and never beside Content-Length',

@@ -105,13 +105,21 @@ export function answerEachRequest(
     return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
   },
 ): (socket: import('node:net').Socket, received: string) => void {
-  const answered = new WeakMap<object, number>();
+  // Per connection: the bytes already framed into answered requests, and the length the received
+  // bytes must reach before the pending request (head seen, Content-Length body incomplete) can be
+  // complete — so that a large body is framed once when it has arrived, not once per packet.
+  const state = new WeakMap<object, { framed: number; needed: number }>();
   return (socket, received) => {
-    const { requests } = frameRequests(received);
-    for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
-      socket.write(reply(requests[i] as FramedRequest));
-    }
-    answered.set(socket, requests.length);
+    const s = state.get(socket) ?? { framed: 0, needed: 0 };
+    state.set(socket, s);
+    if (received.length < s.needed) return;
+    const { requests, rest } = frameRequests(received.slice(s.framed));
+    for (const request of requests) socket.write(reply(request));
+    s.framed = received.length - rest.length;
+    s.needed = 0;
+    const headEnd = rest.indexOf('\r\n\r\n');
+    const length = /\r\ncontent-length: *(\d{1,15})\r\n/i.exec(rest.slice(0, headEnd + 2));
+    if (headEnd !== -1 && length) s.needed = s.framed + headEnd + 4 + Number(length[1]);
   };
 }
 

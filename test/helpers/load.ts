@@ -1,7 +1,12 @@
 /**
  * Load through a shim process: {@link CONNECTIONS} keep-alive client connections, one request on each
  * per {@link round}, for the concurrency tests (`test/e2e/reliability-concurrency.test.ts`,
- * `test/e2e/aliases-reliability-concurrency.test.ts`).
+ * `test/e2e/aliases-reliability-concurrency.test.ts`), and the scale of every load test.
+ *
+ * The scale: `npm test` runs the load tests at {@link LOAD_SCALE} 0.1 (100 connections, 100 aborts of
+ * each kind…), enough to hold every property they check (all in flight at once, no error, nothing
+ * left behind) in a few seconds; `npm run test:load` sets `LOAD_SCALE=1`, the full 1,000 the SPEC asks
+ * for (docs/testing.md).
  *
  * What the helpers start is closed by {@link runCleanup}; call it from the test file's `afterAll`.
  */
@@ -9,8 +14,27 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { type ShimProcess, spawnShim } from './spawn-shim.ts';
 
-/** Client connections, all open at once. */
-export const CONNECTIONS = 1_000;
+/**
+ * Fraction of the full load the load tests run at: env `LOAD_SCALE`, a number in (0, 1]; default 0.1.
+ * @throws Error at import when `LOAD_SCALE` is not such a number.
+ */
+export const LOAD_SCALE: number = (() => {
+  const scale = Number(process.env.LOAD_SCALE ?? 0.1);
+  if (!(scale > 0 && scale <= 1))
+    throw new Error(`LOAD_SCALE must be in (0, 1], got ${process.env.LOAD_SCALE}`);
+  return scale;
+})();
+
+/**
+ * `full` scaled by {@link LOAD_SCALE}, rounded, at least `min`.
+ * @example scaled(1_000) // 100 in `npm test`, 1,000 in `npm run test:load`
+ */
+export function scaled(full: number, min = 1): number {
+  return Math.max(min, Math.round(full * LOAD_SCALE));
+}
+
+/** Client connections, all open at once: 1,000 at full scale. */
+export const CONNECTIONS: number = scaled(1_000, 10);
 /** Rounds of one request per connection, on the same connections. */
 export const ROUNDS = 3;
 

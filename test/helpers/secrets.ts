@@ -75,16 +75,19 @@ export function faultyUpstream(): Promise<RawUpstream> {
 }
 
 /**
- * A legacy client, with the marker credentials, that announces a 100,000-byte `POST path` of `type`,
- * sends 500 bytes of it (a JSON start naming `tags`) and hangs up 50 ms later; resolves once closed.
+ * A legacy client, with the marker credentials, that announces an `announced`-byte `POST path` of
+ * `type`, sends 500 bytes of it (a JSON start naming `tags`) and hangs up 50 ms later; resolves once
+ * closed.
  * @param url The shim's origin.
+ * @param announced Content-Length, > 500 (default 100,000; below the stack's MAX_REWRITE_BODY for an
+ * abort on a rewritten route, which would otherwise answer 413 at the head).
  */
-export function abortMidUpload(url: string, path: string, type: string): Promise<void> {
+export function abortMidUpload(url: string, path: string, type: string, announced = 100_000): Promise<void> {
   return new Promise((resolve) => {
     const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => {
       socket.write(
         `POST ${path} HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\n${RAW_SECRET_HEADERS}` +
-          `Content-Type: ${type}\r\nContent-Length: 100000\r\n\r\n${'{"tags":['.padEnd(500, '1,')}`,
+          `Content-Type: ${type}\r\nContent-Length: ${announced}\r\n\r\n${'{"tags":['.padEnd(500, '1,')}`,
       );
       setTimeout(() => socket.destroy(), 50);
     });

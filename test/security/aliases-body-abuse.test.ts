@@ -27,6 +27,33 @@ import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
 const DEPTH = 100_000;
 const KEYS = 1_000_000;
+
+/** `build()` on first call, its result remembered: expensive fixtures are built by the tests that use them. */
+function lazy<T>(build: () => T): () => T {
+  let value: { v: T } | undefined;
+  return () => {
+    value ??= { v: build() };
+    return value.v;
+  };
+}
+
+/** `"k0":0,"k1":0,…` with {@link KEYS} members (about 10 MB). */
+const keyMembers = lazy(() => Array.from({ length: KEYS }, (_, i) => `"k${i}":0`).join(','));
+
+/**
+ * A gzip bomb: `{"metadata":"aaa…"}` with 256 MiB of `a`, compressed to about 256 KiB, built as 256
+ * gzip members of 1 MiB each (RFC 1952 §2.2: a gzip file is a series of members; decoders inflate them
+ * one after the other) so that building it costs three 1 MiB compressions, not one of 256 MiB.
+ */
+const gzipBomb = lazy(() => {
+  const run = Buffer.alloc(1024 * 1024, 0x61);
+  const middle = zlib.gzipSync(run, { level: 9 });
+  return Buffer.concat([
+    zlib.gzipSync(Buffer.concat([Buffer.from('{"metadata":"'), run]), { level: 9 }),
+    ...Array.from({ length: 254 }, () => middle),
+    zlib.gzipSync(Buffer.concat([run, Buffer.from('"}')]), { level: 9 }),
+  ]);
+});
 const JSON_TYPE = { ...LEGACY, 'content-type': 'application/json' };
 
 let recorder: RawUpstream;
@@ -98,11 +125,10 @@ describe('requests', () => {
   });
 
   describe('1,000,000 keys', () => {
-    const members = Array.from({ length: KEYS }, (_, i) => `"k${i}":0`).join(',');
-    const body = `{${members},"tags":1}`;
+    const body = lazy(() => `{${keyMembers()},"tags":1}`);
 
     it('beyond MAX_REWRITE_BODY with Content-Length → 413 before the body is read', async () => {
-      const { result, maxStallMs } = await withLoopDelay(() => post(stack, body));
+      const { result, maxStallMs } = await withLoopDelay(() => post(stack, body()));
       expect(result.reply.status).toBe(413);
       expect(result.forwarded).toEqual([]);
       expect(maxStallMs).toBeLessThan(1_000);
@@ -110,7 +136,7 @@ describe('requests', () => {
 
     it('beyond MAX_REWRITE_BODY chunked → 413 after 1 MiB, connection closed', async () => {
       const head = `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
-      const chunk = body.slice(0, 2 * 1024 * 1024);
+      const chunk = body().slice(0, 2 * 1024 * 1024);
       const raw = await sendRaw(
         stack.url,
         `${head}${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
@@ -121,10 +147,10 @@ describe('requests', () => {
     });
 
     it('within a raised MAX_REWRITE_BODY: rewritten exactly, no event-loop stall over 1 s', async () => {
-      const { result, maxStallMs } = await withLoopDelay(() => post(roomy, body));
+      const { result, maxStallMs } = await withLoopDelay(() => post(roomy, body()));
       expect(result.reply.status).toBe(200);
       const [forwarded] = result.forwarded;
-      const expected = body.replace(/"tags":1}$/, '"metadata":1}');
+      const expected = body().replace(/"tags":1}$/, '"metadata":1}');
       expect(forwarded?.body.length).toBe(expected.length);
       expect(
         createHash('sha256')
@@ -196,28 +222,29 @@ describe('requests', () => {
 });
 
 describe('upstream responses on patched routes', () => {
-  const bodies: Record<string, Buffer> = {
-    '/missions/proto': Buffer.from(
-      '{"__proto__":{"metadata":{"polluted":1}},"constructor":{"prototype":{"metadata":{"polluted":1}}},"metadata":2}',
+  const bodies: Record<string, () => Buffer> = {
+    '/missions/proto': lazy(() =>
+      Buffer.from(
+        '{"__proto__":{"metadata":{"polluted":1}},"constructor":{"prototype":{"metadata":{"polluted":1}}},"metadata":2}',
+      ),
     ),
-    '/missions/deep-value': Buffer.from(`{"metadata":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}`),
-    '/missions/deep-member': Buffer.from(`${'{"a":'.repeat(DEPTH)}{"metadata":1}${'}'.repeat(DEPTH)}`),
-    '/missions/deep-unclosed': Buffer.from(`{"metadata":${'['.repeat(DEPTH)}`),
-    '/missions/keys': Buffer.from(
-      `{${Array.from({ length: KEYS }, (_, i) => `"k${i}":0`).join(',')},"metadata":1}`,
+    '/missions/deep-value': lazy(() => Buffer.from(`{"metadata":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}`)),
+    '/missions/deep-member': lazy(() =>
+      Buffer.from(`${'{"a":'.repeat(DEPTH)}{"metadata":1}${'}'.repeat(DEPTH)}`),
     ),
-    '/missions/bad-utf8': Buffer.from([...Buffer.from('{"metadata":"'), 0xc0, 0xae, ...Buffer.from('"}')]),
+    '/missions/deep-unclosed': lazy(() => Buffer.from(`{"metadata":${'['.repeat(DEPTH)}`)),
+    '/missions/keys': lazy(() => Buffer.from(`{${keyMembers()},"metadata":1}`)),
+    '/missions/bad-utf8': lazy(() =>
+      Buffer.from([...Buffer.from('{"metadata":"'), 0xc0, 0xae, ...Buffer.from('"}')]),
+    ),
   };
-  const bomb = zlib.gzipSync(
-    Buffer.concat([Buffer.from('{"metadata":"'), Buffer.alloc(256 * 1024 * 1024, 0x61), Buffer.from('"}')]),
-  );
   let upstream: RawUpstream;
   let patched: Stack;
   beforeAll(async () => {
     upstream = await startRawUpstream((socket, received) => {
       if (!received.includes('\r\n\r\n')) return;
       const path = /^[A-Z]+ (\S+)/.exec(received)?.[1] ?? '';
-      const body = path === '/missions/bomb' ? bomb : (bodies[path] ?? Buffer.from('{}'));
+      const body = path === '/missions/bomb' ? gzipBomb() : (bodies[path]?.() ?? Buffer.from('{}'));
       const coding = path === '/missions/bomb' ? 'Content-Encoding: gzip\r\n' : '';
       socket.write(
         `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n${coding}Content-Length: ${body.length}\r\n\r\n`,
@@ -250,7 +277,7 @@ describe('upstream responses on patched routes', () => {
       send(patched.url, 'GET', `/missions/${name}`, LEGACY),
     );
     expect(result.status).toBe(200);
-    expect(result.body.length).toBe(size(bodies[`/missions/${name}`] as Buffer));
+    expect(result.body.length).toBe(size(bodies[`/missions/${name}`]?.() as Buffer));
     expect(maxStallMs).toBeLessThan(1_000);
   });
 
@@ -259,7 +286,7 @@ describe('upstream responses on patched routes', () => {
     async (name) => {
       const reply = await send(patched.url, 'GET', `/missions/${name}`, LEGACY);
       expect(reply.status).toBe(200);
-      expect(reply.body.equals(bodies[`/missions/${name}`] as Buffer)).toBe(true);
+      expect(reply.body.equals(bodies[`/missions/${name}`]?.() as Buffer)).toBe(true);
       expect(
         patched
           .logs()
@@ -269,8 +296,10 @@ describe('upstream responses on patched routes', () => {
   );
 
   it('a gzip bomb (256 MiB from 256 KiB) streams through in bounded memory, unpatched from the oversized value on', async () => {
+    const bomb = gzipBomb();
     // Patched responses are decoded and re-encoded as streams (issue 9 item 1): the bomb costs CPU on
-    // zlib's thread pool, never a 256 MiB buffer in the shim.
+    // zlib's thread pool, never a 256 MiB buffer in the shim (RSS rather than heap: an inflated bomb
+    // would sit in Buffers outside the JS heap).
     const rss = process.memoryUsage().rss;
     const { result, maxStallMs } = await withLoopDelay(() =>
       send(patched.url, 'GET', '/missions/bomb', { ...LEGACY, 'accept-encoding': 'gzip' }),

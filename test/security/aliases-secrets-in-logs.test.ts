@@ -15,6 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import {
   abortMidUpload,
@@ -73,9 +74,13 @@ describe('no credential in any log line', () => {
     ); // 400 malformed
     // Invalid JSON on a patched route: forwarded unpatched.
     await send(faulty.url, 'GET', `/missions${q}`, { ...LEGACY, ...SECRET_HEADERS });
-    // Client abort on a rewritten route (buffered).
-    await abortMidUpload(reference.url, '/missions', 'application/json');
-    await new Promise((r) => setTimeout(r, 200));
+    // Client abort on a rewritten route (buffered): announced below MAX_REWRITE_BODY (1kb), so the
+    // body is being read when the client goes.
+    await abortMidUpload(reference.url, '/missions', 'application/json', 1_000);
+    // The aborted exchanges are logged when the shim notices the client went away.
+    await waitFor(() => (reference.rawLogs().match(/"aborted":true/g)?.length ?? 0) >= 1, {
+      what: 'the abort to be logged',
+    });
 
     const text = reference.rawLogs() + faulty.rawLogs();
     // The scenarios above did run, and were logged.

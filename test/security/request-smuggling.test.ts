@@ -17,6 +17,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { send, sendRaw, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, type FramedRequest, frameRequests } from '../helpers/http1-frames.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -271,18 +272,30 @@ describe('an upstream that answers before the request body is complete', () => {
     const port = Number(new URL(stack.url).port);
     const client = net.connect(port, '127.0.0.1');
     client.on('error', () => {});
+    const headParsed = new Promise((resolve) => stack.server.once('request', resolve));
     client.write(`POST /debug/sink HTTP/1.1\r\n${AUTH}Content-Length: ${HIDDEN.length}\r\n\r\n`);
-    await new Promise((r) => setTimeout(r, 150));
+    await headParsed; // the shim has the head and waits for the body
+    const received = () => upstream.received.join('');
     // While the body is outstanding, other clients' requests go upstream.
     const others = await Promise.all([1, 2, 3].map((i) => send(stack.url, 'GET', `/other${i}`, CURRENT)));
     expect(others.map((o) => o.status)).toEqual([200, 200, 200]);
+    // The body, then a sentinel request on the same client connection: once the sentinel has reached
+    // the upstream, everything the shim made of the body has too.
     client.write(HIDDEN);
-    await new Promise((r) => setTimeout(r, 150));
+    client.write(`GET /sentinel HTTP/1.1\r\n${AUTH}\r\n`);
+    await waitFor(() => received().includes('GET /sentinel '), {
+      what: 'the sentinel to reach the upstream',
+    });
     client.destroy();
     for (const r of upstream.received) {
       const framing = frameRequests(r);
       expect(framing.error, r).toBeUndefined();
       expect(framing.requests.map((q) => q.target)).not.toContain('/smuggled');
     }
+    // The body reached the upstream as the body of the POST it belongs to.
+    const post = upstream.received
+      .flatMap((r) => frameRequests(r).requests)
+      .find((q) => q.target === '/debug/sink');
+    expect(post?.body).toBe(HIDDEN);
   });
 });

@@ -9,9 +9,11 @@
  * goes to the one after). The shim must never pass an unsolicited response on: each client gets the
  * response to its own request.
  */
+import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
 import { frameRequests } from '../helpers/http1-frames.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -28,22 +30,32 @@ const response = (target: string) => {
 };
 
 /** An upstream that answers every request with its target, and adds a response for `/poison` after `/evil`. */
-async function poisoningUpstream(delayMs: number | undefined): Promise<RawUpstream> {
+async function poisoningUpstream(delayMs: number | undefined) {
   const answered = new WeakMap<object, number>();
-  const upstream = await startRawUpstream((socket, received) => {
+  let poisoned = false;
+  const open = new Set<object>();
+  const poison = (socket: net.Socket) => {
+    socket.write(response('/poison'));
+    poisoned = true;
+  };
+  const raw = await startRawUpstream((socket, received) => {
+    if (!open.has(socket)) {
+      open.add(socket);
+      socket.once('close', () => open.delete(socket));
+    }
     const { requests } = frameRequests(received);
     for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
       const target = requests[i]?.target ?? '';
       socket.write(response(target));
       if (target === '/evil') {
-        if (delayMs === undefined) socket.write(response('/poison'));
-        else setTimeout(() => socket.write(response('/poison')), delayMs);
+        if (delayMs === undefined) poison(socket);
+        else setTimeout(() => poison(socket), delayMs);
       }
     }
     answered.set(socket, requests.length);
   });
-  upstreams.push(upstream);
-  return upstream;
+  upstreams.push(raw);
+  return { ...raw, poisoned: () => poisoned, open: () => open.size };
 }
 
 describe('an upstream connection carrying an extra response', () => {
@@ -55,7 +67,11 @@ describe('an upstream connection carrying an extra response', () => {
     const stack = await startStack({ UPSTREAM_URL: upstream.url });
     stacks.push(stack);
     expect((await send(stack.url, 'GET', '/evil', CURRENT)).json()).toEqual({ target: '/evil' });
-    await new Promise((r) => setTimeout(r, 100));
+    // The extra response is out, and the shim has discarded the connection that carried it (a shim that
+    // kept it pooled fails here, by the deadline, or below).
+    await waitFor(() => upstream.poisoned() && upstream.open() === 0, {
+      what: 'the poisoned connection to close',
+    });
     for (let i = 0; i < 5; i++) {
       const reply = await send(stack.url, 'GET', `/next${i}`, CURRENT);
       expect(reply.status).toBe(200);

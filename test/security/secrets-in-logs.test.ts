@@ -18,6 +18,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { send, sendRaw } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import {
   abortMidUpload,
@@ -120,7 +121,10 @@ describe('no credential in any log line', () => {
     // Client aborts, streamed.
     await abortMidDownload(diagnostics.url);
     await abortMidUpload(diagnostics.url, '/debug/sink', 'application/octet-stream');
-    await new Promise((r) => setTimeout(r, 200));
+    // The aborted exchanges are logged when the shim notices the client went away.
+    await waitFor(() => (diagnostics.rawLogs().match(/"aborted":true/g)?.length ?? 0) >= 2, {
+      what: 'the aborts to be logged',
+    });
 
     const text = reference.rawLogs() + diagnostics.rawLogs() + faulty.rawLogs() + refused.rawLogs();
     // The scenarios above did run, and were logged.

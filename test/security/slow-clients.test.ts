@@ -15,25 +15,32 @@
  * Production values are `SERVER_TIMEOUTS` (15 s head, 10 min request, 65 s keep-alive, checked every
  * 1 s; docs/operations.md, docs/reliability.md). Here the same server runs with shorter ones so the
  * test takes seconds; the checking interval is the production one, so a server that checked only every
- * 30 s (Node's default) fails these tests.
+ * 30 s (Node's default) fails these tests. The elapsed-time bounds guard that the cut comes from the
+ * configured timeout (not earlier, not from some other timer much later): at least the timeout, at most
+ * the timeout plus one checking interval plus a second of scheduling slack for a busy machine.
  */
 import type http from 'node:http';
 import net from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createFrontServer, SERVER_TIMEOUTS } from '../../src/proxy/server.ts';
 import { startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { send } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
-const HEAD_MS = 1_000;
-const REQUEST_MS = 2_000;
+const HEAD_MS = 500;
+const REQUEST_MS = 1_000;
+/** The upstream idle timer where a test sets one, in ms. */
+const UPSTREAM_MS = 500;
 const KEEP_ALIVE_MS = 300;
 /** Node's keep-alive buffer (`keepAliveTimeoutBuffer`) plus scheduling slack. */
 const SLACK_MS = SERVER_TIMEOUTS.connectionsCheckingIntervalMs + 1_000;
 
 const stacks: Stack[] = [];
 const servers: net.Server[] = [];
-afterEach(async () => {
+// The tests run concurrently (each waits on timers, not on the CPU), each on its own stack; all are
+// closed at the end.
+afterAll(async () => {
   for (const s of stacks.splice(0)) await s.close();
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
@@ -103,16 +110,25 @@ const serverConnections = (server: http.Server) =>
 
 const AUTH = 'Host: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n';
 
-describe('slowloris', () => {
-  it('50 heads dripped a byte at a time are cut with 408 after headersTimeout; others are served meanwhile', async () => {
+describe.concurrent('slowloris', () => {
+  it('50 heads dripped a byte at a time are cut with 408 after headersTimeout; others are served meanwhile', async ({
+    expect,
+  }) => {
     const stack = await shortTimeoutStack();
     const head = `GET /api/health HTTP/1.1\r\nHost: shim.test\r\nX-Slow: ${'a'.repeat(10_000)}`;
-    const slow = Array.from({ length: 50 }, () => connection(stack, (s) => drip(s, head, 50)));
-    await new Promise((r) => setTimeout(r, 200));
-    const started = performance.now();
+    let cut = 0;
+    const slow = Array.from({ length: 50 }, () =>
+      connection(stack, (s) => drip(s, head, 50)).finally(() => {
+        cut++;
+      }),
+    );
+    await waitFor(async () => (await serverConnections(stack.server)) === 50, {
+      what: '50 slow connections',
+    });
     const normal = await send(stack.url, 'GET', '/api/health');
     expect(normal.status).toBe(200);
-    expect(performance.now() - started).toBeLessThan(500);
+    // Served while every slow head was still being dripped, not after they were cut.
+    expect(cut).toBe(0);
     const results = await Promise.all(slow);
     for (const { ms, response } of results) {
       expect(response).toMatch(/^HTTP\/1\.1 408 /);
@@ -123,8 +139,10 @@ describe('slowloris', () => {
   });
 });
 
-describe('slow bodies', () => {
-  it('a body trickled a byte at a time is cut after requestTimeout, and the upstream request aborted', async () => {
+describe.concurrent('slow bodies', () => {
+  it('a body trickled a byte at a time is cut after requestTimeout, and the upstream request aborted', async ({
+    expect,
+  }) => {
     const upstream = await silentUpstream();
     const stack = await shortTimeoutStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '30000' });
     const { ms, response } = await connection(stack, (s) => {
@@ -140,9 +158,14 @@ describe('slow bodies', () => {
     expect(upstream.bytes()).toBeGreaterThan(0); // it was being streamed, not buffered
   });
 
-  it('a body that never comes is cut by whichever is first: requestTimeout or the upstream idle timer', async () => {
+  it('a body that never comes is cut by whichever is first: requestTimeout or the upstream idle timer', async ({
+    expect,
+  }) => {
     const upstream = await silentUpstream();
-    const stack = await shortTimeoutStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '1000' });
+    const stack = await shortTimeoutStack({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
     const { ms, response } = await connection(stack, (s) => {
       s.write(
         `POST /debug/sink HTTP/1.1\r\n${AUTH}Content-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n`,
@@ -154,21 +177,25 @@ describe('slow bodies', () => {
   });
 });
 
-describe('slow read', () => {
-  it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async () => {
+describe.concurrent('slow read', () => {
+  it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async ({
+    expect,
+  }) => {
     const diagnostics = await startDebugUpstream();
     servers.push(diagnostics.server);
-    const stack = await shortTimeoutStack({ UPSTREAM_URL: diagnostics.url, UPSTREAM_TIMEOUT_MS: '1000' });
+    const stack = await shortTimeoutStack({
+      UPSTREAM_URL: diagnostics.url,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
     const rssBefore = process.memoryUsage().rss;
     const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
     socket.on('error', () => {});
     socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
     socket.pause(); // never read: the kernel buffers fill, then backpressure reaches the upstream
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await serverConnections(stack.server)).toBe(1);
+    await waitFor(async () => (await serverConnections(stack.server)) === 1, { what: 'the connection' });
     const started = performance.now();
-    await expect.poll(() => serverConnections(stack.server), { timeout: 5_000, interval: 100 }).toBe(0);
-    expect(performance.now() - started).toBeLessThan(1_000 + SLACK_MS);
+    await expect.poll(() => serverConnections(stack.server), { timeout: 5_000, interval: 20 }).toBe(0);
+    expect(performance.now() - started).toBeLessThan(UPSTREAM_MS + SLACK_MS);
     expect(Object.values(stack.shim.forwarder.agent.sockets).flat()).toHaveLength(0);
     // Backpressure held: nothing near the 1 GiB was buffered (socket buffers only).
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
@@ -176,8 +203,8 @@ describe('slow read', () => {
   });
 });
 
-describe('idle keep-alive connections', () => {
-  it("are closed after keepAliveTimeout (plus Node's keep-alive buffer)", async () => {
+describe.concurrent('idle keep-alive connections', () => {
+  it("are closed after keepAliveTimeout (plus Node's keep-alive buffer)", async ({ expect }) => {
     const stack = await shortTimeoutStack();
     const { ms, response } = await connection(stack, (s) =>
       s.write('GET /api/health HTTP/1.1\r\nHost: shim.test\r\n\r\n'),

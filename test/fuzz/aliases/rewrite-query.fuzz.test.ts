@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { rewriteQuery } from '../../../src/aliases/rewrite-query.ts';
 import type { AliasRename } from '../../../src/aliases/table.ts';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from '../budget.ts';
+import { anyCodePoint } from '../code-points.ts';
 
 const RENAMES: readonly AliasRename[] = [
   { canonical: 'metadataByTypeUuid', alias: 'tags' },
@@ -56,7 +57,7 @@ const query = fc.oneof(
   fc
     .array(fc.tuple(NAME, fc.option(VALUE)), { maxLength: 8 })
     .map((ps) => ps.map(([n, v]) => (v === null ? n : `${n}=${v}`)).join('&')),
-  fc.string({ unit: 'binary', maxLength: 80 }),
+  fc.string({ unit: anyCodePoint, maxLength: 80 }),
   fc.string({ unit: fc.constantFrom(...'tags[]=&%5BbD'.split('')), maxLength: 30 }),
 );
 
