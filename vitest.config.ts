@@ -24,6 +24,9 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/fuzz/**/*.test.ts'],
           pool: 'threads',
+          // Pure tests share no state (checked by running them shuffled, docs/testing.md), so one module
+          // graph per worker is enough: 8 s instead of 40 s on 2 cores.
+          isolate: false,
           testTimeout: 20_000,
         },
       },
