@@ -9,6 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PluginDefinition } from '../config.ts';
+import { sendJson } from '../proxy/respond.ts';
 import type {
   AdminRoute,
   Exchange,
@@ -266,16 +267,6 @@ export function createAliasLayer(
       return hooks;
     },
   };
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-  });
-  res.end(text);
 }
 
 /**

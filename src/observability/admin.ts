@@ -5,6 +5,7 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Registry } from 'prom-client';
+import { sendJson } from '../proxy/respond.ts';
 import type { AdminRoute } from '../proxy/types.ts';
 
 /** What the admin listener reports on. */
@@ -68,19 +69,19 @@ export function createAdminServer(options: AdminOptions): http.Server {
         if (route) return await route.handle(req, res);
         if (routes.length > 0) {
           res.setHeader('allow', routes.map((r) => r.method).join(', '));
-          return json(res, 405, { status: 'method not allowed' });
+          return sendJson(res, 405, { status: 'method not allowed' });
         }
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           res.setHeader('allow', 'GET, HEAD');
-          return json(res, 405, { status: 'method not allowed' });
+          return sendJson(res, 405, { status: 'method not allowed' });
         }
-        if (path === '/healthz') return json(res, 200, { status: 'ok' });
+        if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
         if (path === '/readyz') {
           const demo = options.demo ? { demo: true } : {};
-          if (options.draining()) return json(res, 503, { status: 'draining', ...demo });
+          if (options.draining()) return sendJson(res, 503, { status: 'draining', ...demo });
           const ok = await ready();
-          if (options.draining()) return json(res, 503, { status: 'draining', ...demo });
-          return json(res, ok ? 200 : 503, { status: ok ? 'ready' : 'upstream unreachable', ...demo });
+          if (options.draining()) return sendJson(res, 503, { status: 'draining', ...demo });
+          return sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'upstream unreachable', ...demo });
         }
         if (path === '/metrics') {
           const text = await options.registry.metrics();
@@ -91,23 +92,13 @@ export function createAdminServer(options: AdminOptions): http.Server {
           });
           return res.end(text);
         }
-        return json(res, 404, { status: 'not found' });
+        return sendJson(res, 404, { status: 'not found' });
       } catch {
-        if (!res.headersSent) json(res, 500, { status: 'error' });
+        if (!res.headersSent) sendJson(res, 500, { status: 'error' });
         else res.destroy();
       }
     },
   );
-}
-
-function json(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-  });
-  res.end(text);
 }
 
 /**

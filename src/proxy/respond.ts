@@ -38,3 +38,21 @@ export function sendError(
   res.writeHead(statusCode, headers);
   res.end(body);
 }
+
+/**
+ * Sends a small JSON document the shim makes itself (admin and report routes): `Content-Type:
+ * application/json; charset=utf-8`, an exact `Content-Length` and `Cache-Control: no-store` (it
+ * describes this process now, RFC 9111 §5.2.2.5).
+ * @param res The response (not started).
+ * @param status HTTP status.
+ * @param body Any JSON-serialisable value.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
