@@ -55,6 +55,9 @@ else
   tar --exclude=./node_modules --exclude=./.git --exclude=./coverage -cf - . | tar -xf - -C "$copy"
 fi
 ln -s "$root/node_modules" "$copy/node_modules"
+# The reference backend's build output (ignored by git, made by `npm ci`): demo mode and its own tests need it.
+[ -d "$root/reference-backend/dist" ] || fail "no reference-backend/dist in $root; run npm ci first"
+[ -e "$copy/reference-backend/dist" ] || ln -s "$root/reference-backend/dist" "$copy/reference-backend/dist"
 cd "$copy"
 
 echo "== the layer's variables, from its own schema"
