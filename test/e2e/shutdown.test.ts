@@ -43,10 +43,19 @@ afterAll(async () => {
   }
 });
 
+/**
+ * The child's environment before the test's variables: `PATH`, and Node's module compile cache when
+ * the test runner set one (vitest.config.ts), nothing of the shim's own configuration.
+ */
+function baseEnv(): Record<string, string> {
+  const { PATH = '', NODE_COMPILE_CACHE } = process.env;
+  return { PATH, ...(NODE_COMPILE_CACHE !== undefined && { NODE_COMPILE_CACHE }) };
+}
+
 /** Spawns the shim and resolves once it logged that it listens (or rejects with its output). */
 async function spawnShim(env: Record<string, string>, args: string[] = []): Promise<Running> {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
+    env: { ...baseEnv(), HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -98,7 +107,7 @@ async function runToExit(
   args: string[] = [],
 ): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
+    env: { ...baseEnv(), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   children.push(child);
