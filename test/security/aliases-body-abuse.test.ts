@@ -87,7 +87,9 @@ async function inflatesToBomb(gzip: Buffer): Promise<boolean> {
   };
   let inflated = 0;
   let same = true;
-  for await (const chunk of Readable.from([gzip]).pipe(zlib.createGunzip({ chunkSize: 1024 * 1024 })) as AsyncIterable<Buffer>) {
+  for await (const chunk of Readable.from([gzip]).pipe(
+    zlib.createGunzip({ chunkSize: 1024 * 1024 }),
+  ) as AsyncIterable<Buffer>) {
     same &&= expectedMatches(chunk, inflated);
     inflated += chunk.length;
   }
