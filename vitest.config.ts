@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -37,6 +38,18 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts', 'test/security/**/*.test.ts', 'test/deploy/**/*.test.ts'],
           pool: 'forks',
           fileParallelism: false,
+          // One worker process for all files instead of a fresh one per file (about a second each on 2
+          // cores: process start, vitest, express, pino, Nest): every test starts its own stack, process
+          // or upstream and closes it, and the files pass in any order (`--sequence.shuffle`,
+          // docs/testing.md); no test mocks modules or changes globals.
+          isolate: false,
+          env: {
+            // Shim and backend child processes (a few dozen) reuse V8's compiled code of the sources
+            // and node_modules: about 0.2 s less each to start (Node's module compile cache).
+            NODE_COMPILE_CACHE:
+              process.env.NODE_COMPILE_CACHE ??
+              fileURLToPath(new URL('node_modules/.cache/node-compile-cache', import.meta.url)),
+          },
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },

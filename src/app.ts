@@ -43,6 +43,11 @@ export interface ShimDependencies {
   upstream: URL;
   /** Tests of the core's seams only: plugins instead of the alias layer. */
   plugins?: (context: PluginContext) => ProxyPlugin[];
+  /**
+   * The plugins' clock, ms since the epoch (`PluginContext.now`; default `Date.now`): tests drive
+   * time-dependent plugin behaviour (e.g. a brownout window) with a fake one.
+   */
+  now?: () => number;
 }
 
 /** The assembled front door. */
@@ -62,7 +67,7 @@ export interface Shim {
 /**
  * Builds the shim's request pipeline (SPEC §3 order of checks).
  * @param config The validated configuration, loaded with {@link PLUGINS} (`loadConfig(env, PLUGINS)`).
- * @param deps Logger, metrics and upstream address.
+ * @param deps Logger, metrics and upstream address (and, in tests, plugins or a clock).
  * @throws {Error} when a plugin of {@link PLUGINS} has no settings in `config` (loaded without it).
  */
 export function createShim(config: Config, deps: ShimDependencies): Shim {
@@ -73,6 +78,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     registry: metrics.registry,
     budget,
     credentials: { apiKeyHeader: config.apiKeyHeader, cookies: config.authCookies },
+    ...(deps.now !== undefined && { now: deps.now }),
   };
   const plugins: ProxyPlugin[] =
     deps.plugins?.(context) ??

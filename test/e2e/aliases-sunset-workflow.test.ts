@@ -2,17 +2,25 @@
  * The sunset workflow end to end (issue 11 "how it will be checked"): a legacy client population —
  * many API keys, a few gateway identities, several client versions — through the shim and the
  * reference backend; `/aliases/usage` on the admin listener names the heavy users correctly; a brownout
- * window turns the layer off and back on at its edges (a real two-second window: the edges to the
- * millisecond are unit-tested with an injected clock in test/unit/aliases/sunset-workflow.test.ts).
+ * window turns the layer off and back on at its edges: the shim built with a fake clock
+ * (`ShimDependencies.now`), moved across the window's edges between requests (the edges to the
+ * millisecond are unit-tested in test/unit/aliases/sunset-workflow.test.ts).
  *
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { startReferenceBackend } from '@compat-shim/reference-backend';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/aliases/consumer.ts';
+import { createShim, PLUGINS } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
 import { createAdminServer } from '../../src/observability/admin.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
+import { createFrontServer } from '../../src/proxy/server.ts';
 import { send } from '../helpers/http.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
@@ -22,12 +30,14 @@ const KEY = 'population-fingerprint-key';
 const DOCS = 'https://docs.example.com/migration-guide';
 
 let running: Array<{ stack: Stack; admin: Server }> = [];
+const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const { stack, admin } of running) {
     admin.close();
     await stack.close();
   }
   running = [];
+  for (const close of closers.splice(0).reverse()) await close();
 });
 
 async function start(env: Record<string, string>) {
@@ -124,39 +134,83 @@ describe('who still uses the aliases', () => {
   });
 });
 
+/**
+ * The shim (the same `createShim` as the runtime's) in front of the reference backend, with the
+ * plugins' clock `now` instead of `Date.now`.
+ */
+async function startWithClock(env: Record<string, string>, now: () => number) {
+  const backend = await startReferenceBackend({ port: 0 });
+  closers.push(() => backend.close());
+  const config = loadConfig({ LOG_LEVEL: 'info', ...env, UPSTREAM_URL: backend.url }, PLUGINS);
+  let text = '';
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  });
+  const metrics = createMetrics(false);
+  const shim = createShim(config, {
+    logger: createLogger(config.logLevel, [], sink),
+    metrics,
+    upstream: new URL(backend.url),
+    now,
+  });
+  const server = createFrontServer(shim.app, shim.onServerRejection);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  closers.push(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    shim.forwarder.agent.destroy();
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    metrics,
+    logs: () =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
 describe('a brownout', () => {
   it('turns the layer off inside its window and back on after it', async () => {
-    const startAt = new Date(Date.now() + 1500);
-    const { stack } = await start({
-      ALIAS_BROWNOUTS: `${startAt.toISOString()}/PT2S`,
-      ALIAS_DOCS_URL: DOCS,
-    });
+    const startAt = Date.parse('2026-03-01T12:00:00Z');
+    let clock = startAt - 1;
+    const stack = await startWithClock(
+      { ALIAS_BROWNOUTS: `${new Date(startAt).toISOString()}/PT2S`, ALIAS_DOCS_URL: DOCS },
+      () => clock,
+    );
     const legacy = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
     const probe = () => send(stack.url, 'GET', FILES, legacy);
-    const until = async (phase: string, predicate: (status: number) => boolean) => {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const reply = await probe();
-        if (predicate(reply.status)) return reply;
-        if (Date.now() > deadline) throw new Error(`no ${phase} within 10 s`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+
     const before = await probe();
     expect(before.status).toBe(200);
-    const during = await until('brownout', (s) => s === 400);
-    expect(Date.now()).toBeGreaterThanOrEqual(startAt.getTime());
+    expect(String(before.headers.warning)).not.toContain('browned out');
+
+    clock = startAt;
+    const during = await probe();
+    expect(during.status).toBe(400);
     expect(during.text).toContain('property tags should not exist');
-    expect(String(during.headers.warning)).toContain('aliases are browned out until');
+    expect(String(during.headers.warning)).toContain(
+      'aliases are browned out until 2026-03-01T12:00:02.000Z',
+    );
     expect(String(during.headers.warning)).toContain(DOCS);
-    const after = await until('end of the brownout', (s) => s === 200);
+    clock = startAt + 1_999;
+    expect((await probe()).status).toBe(400);
+
+    clock = startAt + 2_000;
+    const after = await probe();
+    expect(after.status).toBe(200);
     expect(after.headers.warning).toBeDefined(); // the usual deprecation warning again
     expect(String(after.headers.warning)).not.toContain('browned out');
     const log = stack.logs().filter((l) => l.brownout === true);
-    expect(log.length).toBeGreaterThan(0);
+    expect(log).toHaveLength(2);
     expect(log[0]).toMatchObject({ aliases: ['tags'], consumer: 'api-key' });
     const metrics = await stack.metrics.registry.metrics();
-    expect(metrics).toMatch(/shim_alias_brownout_requests_total\{route="GET \/files"\} [1-9]/);
-    expect(metrics).toMatch(/shim_alias_brownout_refusals_total\{route="GET \/files"\} [1-9]/);
+    expect(metrics).toMatch(/shim_alias_brownout_requests_total\{route="GET \/files"\} 2/);
+    expect(metrics).toMatch(/shim_alias_brownout_refusals_total\{route="GET \/files"\} 2/);
   });
 });

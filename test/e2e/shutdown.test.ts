@@ -1,19 +1,27 @@
 /**
- * Graceful shutdown, end to end: `node src/main.ts` as a child process in front of a slow upstream of
- * our own, a request in flight, then SIGTERM / SIGINT (SPEC §8); and the start: fail closed without
- * `UPSTREAM_URL`, demo mode with `--demo` (issue 10).
+ * Graceful shutdown, end to end: `node src/main.ts` as a child process in front of an upstream of our
+ * own that answers when the test says so, a request in flight, then SIGTERM / SIGINT (SPEC §8); and the
+ * start: fail closed without `UPSTREAM_URL`, demo mode with `--demo` (issue 10).
+ *
+ * Every test has its own upstream and shim process, so the tests run concurrently (the time is in
+ * process start-up and waiting, not CPU); nothing waits on a fixed delay: the upstream holds a response
+ * until the test releases it, and the drain timeout is short where it is the point.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
+import { waitFor } from '../helpers/poll.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const CLIENT = { 'service-client-version': '1.2.0', 'x-api-key': 'k' };
-/** Size of the upstream's `/big` response: far more than the socket buffers between shim and client. */
-const BIG = 24 * 1024 * 1024;
+/**
+ * Size of the upstream's `/big` response: more than the socket buffers between shim and a client that
+ * has not read yet, so that the shim is still writing when it is signalled.
+ */
+const BIG = 8 * 1024 * 1024;
 
 interface Running {
   child: ChildProcess;
@@ -24,9 +32,10 @@ interface Running {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
+// Closed after the file, not after each test: the tests run concurrently (each owns what it started).
 const children: ChildProcess[] = [];
 const servers: Server[] = [];
-afterEach(async () => {
+afterAll(async () => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const s of servers.splice(0)) {
     s.closeAllConnections();
@@ -34,10 +43,19 @@ afterEach(async () => {
   }
 });
 
+/**
+ * The child's environment before the test's variables: `PATH`, and Node's module compile cache when
+ * the test runner set one (vitest.config.ts), nothing of the shim's own configuration.
+ */
+function baseEnv(): Record<string, string> {
+  const { PATH = '', NODE_COMPILE_CACHE } = process.env;
+  return { PATH, ...(NODE_COMPILE_CACHE !== undefined && { NODE_COMPILE_CACHE }) };
+}
+
 /** Spawns the shim and resolves once it logged that it listens (or rejects with its output). */
 async function spawnShim(env: Record<string, string>, args: string[] = []): Promise<Running> {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
+    env: { ...baseEnv(), HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -89,7 +107,7 @@ async function runToExit(
   args: string[] = [],
 ): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
+    env: { ...baseEnv(), HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   children.push(child);
@@ -102,13 +120,19 @@ async function runToExit(
 }
 
 /**
- * An upstream whose `/slow` answers after `headerDelayMs` and streams `chunks` chunks of 1 KiB every
- * 100 ms, whose `/big` sends {@link BIG} bytes at once, and whose `/hang` never answers. `arrived` resolves when a request reached it.
+ * An upstream of our own: `/slow?chunks=N` is held until the test calls `release()`, then streams N
+ * chunks of 1 KiB, 10 ms apart (the response is in flight across the signal); `/fast` answers 1 KiB at
+ * once; `/big` sends {@link BIG} bytes at once; `/hang` never answers. `arrived()` resolves when a
+ * request (not the shim's health probe) reached it.
  */
-async function startSlowUpstream(headerDelayMs = 500, chunks = 5) {
+async function startUpstream() {
   let notify: () => void = () => {};
-  let arrived = new Promise<void>((r) => {
+  const arrived = new Promise<void>((r) => {
     notify = r;
+  });
+  let releaseAll: () => void = () => {};
+  const released = new Promise<void>((r) => {
+    releaseAll = r;
   });
   const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
     // The shim's start and readiness probes (GET /api/health) are not the test's requests.
@@ -118,12 +142,18 @@ async function startSlowUpstream(headerDelayMs = 500, chunks = 5) {
     }
     notify();
     if (req.url?.startsWith('/hang')) return;
+    if (req.url?.startsWith('/fast')) {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': 1024 });
+      res.end(Buffer.alloc(1024, 0x61));
+      return;
+    }
     if (req.url?.startsWith('/big')) {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': BIG });
       res.end(Buffer.alloc(BIG, 0x62));
       return;
     }
-    setTimeout(() => {
+    const chunks = Number(new URL(req.url ?? '/', 'http://upstream').searchParams.get('chunks') ?? 1);
+    void released.then(() => {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': chunks * 1024 });
       let sent = 0;
       const timer = setInterval(() => {
@@ -132,8 +162,8 @@ async function startSlowUpstream(headerDelayMs = 500, chunks = 5) {
           clearInterval(timer);
           res.end();
         }
-      }, 100);
-    }, headerDelayMs);
+      }, 10);
+    });
   });
   servers.push(server);
   server.listen(0, '127.0.0.1');
@@ -141,11 +171,8 @@ async function startSlowUpstream(headerDelayMs = 500, chunks = 5) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     arrived: () => arrived,
-    reset: () => {
-      arrived = new Promise<void>((r) => {
-        notify = r;
-      });
-    },
+    /** Lets the held `/slow` responses go. */
+    release: () => releaseAll(),
   };
 }
 
@@ -187,14 +214,6 @@ async function readyStatus(adminPort: number): Promise<number> {
   return (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status;
 }
 
-async function waitFor(predicate: () => Promise<boolean> | boolean, timeoutMs = 3_000): Promise<void> {
-  const until = performance.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (performance.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 function connectError(port: number): Promise<string | undefined> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
@@ -206,20 +225,26 @@ function connectError(port: number): Promise<string | undefined> {
   });
 }
 
-describe('graceful shutdown', () => {
-  it('on SIGTERM turns unready, refuses new connections, finishes the in-flight request and exits 0', async () => {
-    const upstream = await startSlowUpstream(500, 5);
-    const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '5000' });
+/** Whether the shim logged a line with this `msg`. */
+const logged = (shim: Running, msg: string) => shim.lines().some((l) => l.msg === msg);
+
+describe.concurrent('graceful shutdown', () => {
+  it('on SIGTERM turns unready, refuses new connections, finishes the in-flight request and exits 0', async ({
+    expect,
+  }) => {
+    const upstream = await startUpstream();
+    const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '10000' });
     expect(await readyStatus(shim.adminPort)).toBe(200);
     const agent = new http.Agent({ keepAlive: true });
 
-    const inFlight = get(shim.port, '/slow', agent);
+    const inFlight = get(shim.port, '/slow?chunks=5', agent);
     await upstream.arrived();
-    const signalledAt = performance.now();
     shim.child.kill('SIGTERM');
 
-    await waitFor(async () => (await readyStatus(shim.adminPort)) === 503);
+    // The upstream holds the response until the shim is unready and refuses connections.
+    await waitFor(async () => (await readyStatus(shim.adminPort)) === 503, { what: 'readyz 503' });
     expect(await connectError(shim.port)).toBe('ECONNREFUSED');
+    upstream.release();
 
     const response = await inFlight;
     expect(response.status).toBe(200);
@@ -229,57 +254,81 @@ describe('graceful shutdown', () => {
 
     const exit = await shim.exited;
     expect(exit.code).toBe(0);
-    expect(exit.at - signalledAt).toBeLessThan(5_000);
-    // The finished keep-alive socket was closed at once, not after the 5 s keep-alive timeout.
-    expect(exit.at - response.at).toBeLessThan(1_000);
+    // Finished by the drain, not cut by SHUTDOWN_TIMEOUT_MS.
+    expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(false);
+    // The finished keep-alive socket was closed at once: without that the shim would wait for the
+    // client (Node's keep-alive timeout, 65 s here) until SHUTDOWN_TIMEOUT_MS cut it, 10 s after the
+    // signal. 3 s leaves room for a busy machine.
+    expect(exit.at - response.at).toBeLessThan(3_000);
     const messages = shim.lines().map((l) => l.msg);
     expect(messages).toEqual(expect.arrayContaining(['draining', 'request completed', 'stopped']));
     expect(shim.lines().find((l) => l.msg === 'draining')).toMatchObject({ signal: 'SIGTERM', inFlight: 1 });
     agent.destroy();
   });
 
-  it('does not exit before a slow client has read the last byte of its response', async () => {
-    const upstream = await startSlowUpstream();
+  it('does not exit before a slow client has read the last byte of its response', async ({ expect }) => {
+    const upstream = await startUpstream();
     const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '20000' });
-    // A client reading at about 8 MiB/s: the socket buffers hold the response's tail for a while
-    // after the shim has written its last byte.
+    /**
+     * The client reads all but this tail at once, then stalls with the tail unread: more than the
+     * client's own buffers take past a pause (one socket read of 64 KiB and the response stream's
+     * 16 KiB), so that most of it waits in the kernel's socket buffers.
+     */
+    const TAIL = 512 * 1024;
+    /**
+     * How long the client stalls once the shim has written its last byte: a shim that released the
+     * connection when its last byte was handed to the kernel (and exited, losing the tail in the
+     * socket buffers when a container's network goes away with the process) exits within a few ms of
+     * that; 300 ms is a generous margin for a busy machine.
+     */
+    const STALL_MS = 300;
     let received = 0;
-    let closedAt = 0;
-    const done = new Promise<void>((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port: shim.port, path: '/big', headers: CLIENT }, (res) => {
-        shim.child.kill('SIGTERM');
-        res.on('data', (chunk: Buffer) => {
-          received += chunk.length;
-          res.pause();
-          setTimeout(() => res.resume(), chunk.length / (8 * 1024));
+    let stalled = false;
+    /** Bytes the client's socket had taken from the kernel when the shim exited. */
+    let readAtExit = -1;
+    const { res, socket } = await new Promise<{ res: IncomingMessage; socket: net.Socket }>(
+      (resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port: shim.port, path: '/big', headers: CLIENT }, (res) => {
+          shim.child.kill('SIGTERM');
+          res.on('data', (chunk: Buffer) => {
+            received += chunk.length;
+            if (received >= BIG - TAIL && !stalled) {
+              stalled = true;
+              res.pause();
+            }
+          });
+          res.on('error', reject);
+          resolve({ res, socket: res.socket });
         });
-        res.on('end', () => {
-          closedAt = performance.now();
-          resolve();
-        });
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-    });
-    let receivedAtExit = -1;
+        req.on('error', reject);
+      },
+    );
     void shim.exited.then(() => {
-      receivedAtExit = received;
+      readAtExit = socket.bytesRead;
     });
-    await done;
+    const ended = once(res, 'end');
+    // The shim has handed its last byte to the kernel; the client has not read the tail yet.
+    await waitFor(() => logged(shim, 'request completed'), { what: "the shim's last byte written" });
+    const readAtStall = socket.bytesRead;
+    await new Promise((r) => setTimeout(r, STALL_MS));
+    res.resume();
+    await ended;
     const exit = await shim.exited;
     expect(received).toBe(BIG);
     expect(exit.code).toBe(0);
-    // The shim released the connection only after the client had read everything: not while the
-    // tail was still in the socket buffers (lost if a container's network goes away with the process).
-    expect(receivedAtExit).toBe(BIG);
-    expect(exit.at).toBeGreaterThanOrEqual(closedAt);
+    // The stall was real: most of the tail was still in the socket buffers while the client stalled.
+    expect(socket.bytesRead - readAtStall).toBeGreaterThan(TAIL / 2);
+    // The shim released the connection only after the client had taken every byte from the kernel.
+    expect(readAtExit).toBe(socket.bytesRead);
   });
 
-  it('closes idle keep-alive connections at once instead of waiting for their timeout', async () => {
-    const upstream = await startSlowUpstream(0, 1);
-    const shim = await spawnShim({ UPSTREAM_URL: upstream.url });
+  it('closes idle keep-alive connections at once instead of waiting for their timeout', async ({
+    expect,
+  }) => {
+    const upstream = await startUpstream();
+    const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '10000' });
     const agent = new http.Agent({ keepAlive: true });
-    const first = await get(shim.port, '/slow', agent);
+    const first = await get(shim.port, '/fast', agent);
     expect(first.headers.connection).toBe('keep-alive');
     const sockets = Object.values(agent.freeSockets).flat();
     expect(sockets).toHaveLength(1);
@@ -290,13 +339,19 @@ describe('graceful shutdown', () => {
     const exit = await shim.exited;
     await socketClosed;
     expect(exit.code).toBe(0);
-    expect(exit.at - signalledAt).toBeLessThan(1_500);
+    // Kept, the idle connection would hold the drain until SHUTDOWN_TIMEOUT_MS (10 s) cut it.
+    expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(false);
+    expect(exit.at - signalledAt).toBeLessThan(3_000);
     agent.destroy();
   });
 
-  it('cuts what is still running after SHUTDOWN_TIMEOUT_MS and still exits 0', async () => {
-    const upstream = await startSlowUpstream();
-    const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '800' });
+  it('cuts what is still running after SHUTDOWN_TIMEOUT_MS and still exits 0', async ({ expect }) => {
+    const SHUTDOWN_TIMEOUT_MS = 300;
+    const upstream = await startUpstream();
+    const shim = await spawnShim({
+      UPSTREAM_URL: upstream.url,
+      SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+    });
     const agent = new http.Agent({ keepAlive: true });
     const hanging = get(shim.port, '/hang', agent);
     await upstream.arrived();
@@ -305,45 +360,52 @@ describe('graceful shutdown', () => {
     await expect(hanging).rejects.toThrow(/socket hang up|ECONNRESET/);
     const exit = await shim.exited;
     expect(exit.code).toBe(0);
-    expect(exit.at - signalledAt).toBeGreaterThanOrEqual(750);
-    expect(exit.at - signalledAt).toBeLessThan(3_000);
-    expect(shim.lines().map((l) => l.msg)).toContain(
-      'shutdown timeout reached: closing remaining connections',
-    );
+    // Not before the timeout (the signal reaches the shim after `signalledAt`, so no margin is needed
+    // below), and then at once rather than never (the request hangs for ever): 3 s is a busy machine.
+    expect(exit.at - signalledAt).toBeGreaterThanOrEqual(SHUTDOWN_TIMEOUT_MS);
+    expect(exit.at - signalledAt).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 3_000);
+    expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(true);
     agent.destroy();
   });
 
-  it('exits at once on a second signal during the drain', async () => {
-    const upstream = await startSlowUpstream();
+  it('exits at once on a second signal during the drain', async ({ expect }) => {
+    const upstream = await startUpstream();
     const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '20000' });
     const agent = new http.Agent({ keepAlive: true });
     const hanging = get(shim.port, '/hang', agent).catch((e: Error) => e);
     await upstream.arrived();
     shim.child.kill('SIGTERM');
-    await waitFor(async () => (await readyStatus(shim.adminPort)) === 503);
+    await waitFor(async () => (await readyStatus(shim.adminPort)) === 503, { what: 'readyz 503' });
     const secondAt = performance.now();
     shim.child.kill('SIGINT');
     const exit = await shim.exited;
     expect(exit.code).toBe(1);
-    expect(exit.at - secondAt).toBeLessThan(1_000);
+    // Without the second signal the drain waits for the hanging request until the 20 s timeout.
+    expect(exit.at - secondAt).toBeLessThan(3_000);
     expect(await hanging).toBeInstanceOf(Error);
-    expect(shim.lines().map((l) => l.msg)).toContain('second signal: exiting now');
+    expect(logged(shim, 'second signal: exiting now')).toBe(true);
     agent.destroy();
   });
 
-  it('drains on SIGINT as on SIGTERM', async () => {
-    const upstream = await startSlowUpstream(300, 2);
-    const shim = await spawnShim({ UPSTREAM_URL: upstream.url });
+  it('drains on SIGINT as on SIGTERM', async ({ expect }) => {
+    const upstream = await startUpstream();
+    const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '10000' });
     const agent = new http.Agent({ keepAlive: true });
-    const inFlight = get(shim.port, '/slow', agent);
+    const inFlight = get(shim.port, '/slow?chunks=2', agent);
     await upstream.arrived();
     shim.child.kill('SIGINT');
+    await waitFor(() => logged(shim, 'draining'), { what: 'the drain' });
+    upstream.release();
     expect((await inFlight).bytes).toBe(2 * 1024);
     expect((await shim.exited).code).toBe(0);
+    expect(shim.lines().find((l) => l.msg === 'draining')).toMatchObject({ signal: 'SIGINT', inFlight: 1 });
+    expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(false);
     agent.destroy();
   });
 
-  it('in demo mode, starts the reference backend as a child process, says so, and stops it', async () => {
+  it('in demo mode, starts the reference backend as a child process, says so, and stops it', async ({
+    expect,
+  }) => {
     const shim = await spawnShim({}, ['--demo']);
     const started = shim.lines().find((l) => String(l.msg).startsWith('demo mode:'));
     expect(started?.msg).toContain('UPSTREAM_URL is unset, started the reference backend as a child process');
@@ -363,11 +425,11 @@ describe('graceful shutdown', () => {
     shim.child.kill('SIGTERM');
     expect((await shim.exited).code).toBe(0);
     // The demo backend is gone with the shim.
-    await waitFor(async () => !processExists(pid));
+    await waitFor(() => !processExists(pid), { what: 'the demo backend to exit' });
   });
 
-  it('in demo mode with UPSTREAM_URL set, forwards there and is no demo', async () => {
-    const upstream = await startSlowUpstream(0, 1);
+  it('in demo mode with UPSTREAM_URL set, forwards there and is no demo', async ({ expect }) => {
+    const upstream = await startUpstream();
     const shim = await spawnShim({ UPSTREAM_URL: upstream.url }, ['--demo']);
     expect(shim.lines().some((l) => String(l.msg).startsWith('demo mode:'))).toBe(false);
     expect(await (await fetch(`http://127.0.0.1:${shim.adminPort}/readyz`)).json()).toEqual({
@@ -378,8 +440,10 @@ describe('graceful shutdown', () => {
   });
 });
 
-describe('start-up failures', () => {
-  it('fails closed: without UPSTREAM_URL and without --demo, a config error and exit 1', async () => {
+describe.concurrent('start-up failures', () => {
+  it('fails closed: without UPSTREAM_URL and without --demo, a config error and exit 1', async ({
+    expect,
+  }) => {
     const { code, stderr } = await runToExit({ PORT: '0', ADMIN_PORT: '0' });
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toEqual([
@@ -387,7 +451,7 @@ describe('start-up failures', () => {
     ]);
   });
 
-  it('reports the missing UPSTREAM_URL together with the other problems', async () => {
+  it('reports the missing UPSTREAM_URL together with the other problems', async ({ expect }) => {
     const { code, stderr } = await runToExit({ PORT: 'eighty' });
     expect(code).toBe(1);
     const lines = stderr.trim().split('\n');
@@ -396,13 +460,13 @@ describe('start-up failures', () => {
     expect(stderr).toContain('config error: UPSTREAM_URL');
   });
 
-  it('rejects an unknown flag with the usage line and exit 1', async () => {
+  it('rejects an unknown flag with the usage line and exit 1', async ({ expect }) => {
     const { code, stderr } = await runToExit({ UPSTREAM_URL: 'http://127.0.0.1:9' }, ['--demo-mode']);
     expect(code).toBe(1);
     expect(stderr).toContain('usage: node dist/main.js [--demo]');
   });
 
-  it('reports every configuration problem on its own line and exits 1', async () => {
+  it('reports every configuration problem on its own line and exits 1', async ({ expect }) => {
     const { code, stderr } = await runToExit({
       PORT: 'eighty',
       LOG_LEVEL: 'loud',
@@ -416,7 +480,7 @@ describe('start-up failures', () => {
     expect(stderr).toContain('LOG_LEVEL');
   });
 
-  it('reports a port in use in one line and exits 1', async () => {
+  it('reports a port in use in one line and exits 1', async ({ expect }) => {
     const taken = http.createServer();
     servers.push(taken);
     taken.listen(0, '127.0.0.1');

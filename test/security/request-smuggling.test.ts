@@ -14,16 +14,18 @@
  * the one request the client sent — never a request for the hidden target — and the client gets exactly
  * one response.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { send, sendRaw, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, type FramedRequest, frameRequests } from '../helpers/http1-frames.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
+// Every test starts its own stack and upstream; the tests of each describe run concurrently (most of
+// their time is `attack`'s idle wait), so what they started is closed after the file.
 const stacks: Stack[] = [];
 const upstreams: RawUpstream[] = [];
-afterEach(async () => {
+afterAll(async () => {
   for (const s of stacks.splice(0)) await s.close();
   for (const u of upstreams.splice(0)) await u.close();
 });
@@ -51,7 +53,7 @@ async function attack(bytes: string) {
   return { stack, upstream, raw, statuses: statusesIn(raw), requests, framings };
 }
 
-describe('ambiguous framing is rejected before anything reaches the upstream', () => {
+describe.concurrent('ambiguous framing is rejected before anything reaches the upstream', () => {
   it.each([
     [
       'CL.TE',
@@ -132,7 +134,7 @@ describe('ambiguous framing is rejected before anything reaches the upstream', (
   });
 });
 
-describe('bodies whose framing is unambiguous are re-framed, so the hidden request stays body data', () => {
+describe.concurrent('bodies whose framing is unambiguous are re-framed, so the hidden request stays body data', () => {
   it.each([
     ['chunked DELETE', 'DELETE'],
     ['chunked OPTIONS', 'OPTIONS'],
@@ -183,7 +185,7 @@ describe('bodies whose framing is unambiguous are re-framed, so the hidden reque
   });
 });
 
-describe('Connection naming a framing header', () => {
+describe.concurrent('Connection naming a framing header', () => {
   // `Connection: content-length` asks a proxy to strip Content-Length as hop-by-hop. Node's HTTP client
   // does not chunk GET, HEAD, DELETE or OPTIONS by default, so without Content-Length the body bytes
   // would follow the headers unframed and be read by the upstream as the next request.
@@ -209,7 +211,7 @@ describe('Connection naming a framing header', () => {
   });
 });
 
-describe('malformed chunks after forwarding has started', () => {
+describe.concurrent('malformed chunks after forwarding has started', () => {
   it.each([
     ['a chunk not followed by CRLF', `3\r\nabcX${HIDDEN}0\r\n\r\n`],
     ['a chunk size beyond 2^64', `fffffffffffffffff1\r\nabc\r\n0\r\n\r\n`],
@@ -232,7 +234,7 @@ describe('malformed chunks after forwarding has started', () => {
   });
 });
 
-describe('a rejected request with a body', () => {
+describe.concurrent('a rejected request with a body', () => {
   it.each([
     ['Content-Length', `Content-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`],
     ['chunked', `Transfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`],
@@ -254,7 +256,7 @@ describe('a rejected request with a body', () => {
   });
 });
 
-describe('an upstream that answers before the request body is complete', () => {
+describe.concurrent('an upstream that answers before the request body is complete', () => {
   it('does not get the next request on that connection until the body has ended', async () => {
     // The upstream answers as soon as it has the headers (as a 401 or 413 would), keep-alive.
     const upstream = await startRawUpstream((socket, received) => {
