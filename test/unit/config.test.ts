@@ -5,7 +5,6 @@
  * removal of any plugin.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { PLUGINS } from '../../src/app.ts';
@@ -21,8 +20,6 @@ import {
   renderConfigurationDoc,
   unknownVariableWarnings,
 } from '../../src/config.ts';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** A plugin with two variables and a cross-variable rule, to test the composition without a real plugin. */
 const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
