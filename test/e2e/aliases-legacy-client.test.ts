@@ -6,7 +6,7 @@
  *
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Reply, send } from '../helpers/http.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -88,7 +88,15 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-describe('a legacy client session, one alias-table row at a time', () => {
+// One session of a legacy client, step by step: each step uses what the one before created (the
+// mission, the project), so the steps keep their order even in a shuffled run.
+describe('a legacy client session, one alias-table row at a time', { shuffle: false }, () => {
+  // Its own backend: the lists it reads back hold exactly what this session created.
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
   let missionUuid = '';
   let projectUuid = '';
 
@@ -486,11 +494,12 @@ describe('deprecation signals (SPEC §5)', () => {
 });
 
 describe('telling operators who still uses aliases (SPEC §8)', () => {
+  // A fresh shim per test: its counters and log hold only that test's requests.
   let counted: Stack;
-  beforeAll(async () => {
+  beforeEach(async () => {
     counted = await startStack();
   });
-  afterAll(() => counted.close());
+  afterEach(() => counted.close());
 
   const uses = async (s: Stack) => {
     const metric = s.metrics.registry.getSingleMetric('shim_alias_uses_total');
@@ -525,11 +534,18 @@ describe('telling operators who still uses aliases (SPEC §8)', () => {
   });
 
   it('exposes the metric on the registry the admin listener serves', async () => {
+    await send(counted.url, 'GET', `/files?tags=${TYPES.weather}`, LEGACY);
     const text = await counted.metrics.registry.metrics();
     expect(text).toMatch(/shim_alias_uses_total\{alias="tags",direction="request",client="0\.59"\} \d/);
   });
 
   it('logs the aliases a request used in the request line’s `aliases` field', async () => {
+    await sendJson(counted, 'POST', '/missions', {
+      name: 'm',
+      projectUUID: PROJECTS.open,
+      tags: { [TYPES.weather]: 'x' },
+      ignoreTags: true,
+    });
     const put = await sendJson(counted, 'PUT', `/projects/${PROJECTS.open}/metadata-types`, {
       tagTypeUUIDs: [],
     });
