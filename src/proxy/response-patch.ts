@@ -140,17 +140,34 @@ export function pumpPatch(
   const resume = (): void => {
     source.resume();
   };
-  const emit = (bytes: Buffer): void => {
-    if (bytes.length === 0 || target.destroyed) return;
+  // What the patch emits for one upstream chunk (a piece per inserted member: ~2 per list item) is
+  // written as one buffer: one HTTP chunk per upstream chunk, not thousands of small writes.
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const collect = (bytes: Buffer): void => {
+    if (bytes.length === 0) return;
+    pending.push(bytes);
+    pendingBytes += bytes.length;
+  };
+  const flush = (): void => {
+    if (pending.length === 0) return;
+    const bytes = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    if (target.destroyed) return;
     if (!target.headersSent) writeHead();
     if (!target.write(bytes)) {
       source.pause();
       target.once('drain', resume);
     }
   };
-  source.on('data', (chunk) => patch.write(chunk, emit));
+  source.on('data', (chunk) => {
+    patch.write(chunk, collect);
+    flush();
+  });
   source.once('end', () => {
-    patch.end(emit);
+    patch.end(collect);
+    flush();
     onEnd(patch.outcome);
     if (target.destroyed) return;
     if (!target.headersSent) writeHead();
