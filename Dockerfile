@@ -61,5 +61,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 STOPSIGNAL SIGTERM
 # Exec form, no shell and no entrypoint script in between: node is PID 1 and receives the signals.
 # UPSTREAM_URL is required (the shim fails closed without it).
-ENTRYPOINT ["node", "dist/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "dist/main.js"]
 CMD []

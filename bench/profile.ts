@@ -68,7 +68,6 @@ async function main(): Promise<void> {
   const shim = await startProcess({
     name: 'shim',
     nodeArgs: [
-      '--expose-gc',
       ...args['node-flags'].split(' ').filter((flag) => flag !== ''),
       ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
       args.main,

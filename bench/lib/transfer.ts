@@ -93,3 +93,42 @@ function result(bytes: number, started: bigint): TransferResult {
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { bytes, seconds, mibPerSecond: bytes / 1024 / 1024 / seconds };
 }
+
+/** When the parts of one response arrived, in ms from the request's start. */
+export interface FirstByteResult {
+  /** The response head was parsed (the status line and headers). */
+  headMs: number;
+  /** The first body byte arrived (time to first byte of the body, what a streaming client can use). */
+  firstByteMs: number;
+  /** The last body byte arrived. */
+  totalMs: number;
+  bytes: number;
+}
+
+/**
+ * Times one GET on a fresh connection (no agent): to the response head, to the first body byte and to
+ * the end. The body is discarded.
+ * @throws {Error} on a non-200 status or a 60 s timeout.
+ */
+export function timeFirstByte(url: string, headers: Record<string, string>): Promise<FirstByteResult> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const ms = () => Number(process.hrtime.bigint() - started) / 1e6;
+    const req = http.get(url, { headers, agent: false, timeout: 60_000 }, (res) => {
+      const headMs = ms();
+      let firstByteMs = Number.NaN;
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        if (bytes === 0) firstByteMs = ms();
+        bytes += chunk.length;
+      });
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`GET ${url}: status ${res.statusCode}`));
+        else resolve({ headMs, firstByteMs, totalMs: ms(), bytes });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on('error', reject);
+  });
+}

@@ -8,7 +8,8 @@
  *   member other than `name`, `projectUUID`, `metadata`, `ignoreMissingMetadata` → 400
  *   `property <name> should not exist` (so an alias leaking through the shim fails loudly);
  * - `GET /missions/:uuid` → the stored mission (strong ETag, `If-None-Match` → 304), 404 otherwise;
- * - `GET /debug/json?items=N` → a generated list `{data, count, skip, take}` of N missions;
+ * - `GET /debug/json?items=N` → a generated list `{data, count, skip, take}` of N missions (~675 bytes
+ *   each: 1,000 → 0.66 MB, 2,100 → 1.4 MB, 15,500 → 10 MB), serialized once per size;
  * - `GET /debug/bytes?n=N` → N deterministic bytes ({@link PATTERN_CHUNK}), streamed with backpressure;
  * - `POST|PUT /debug/sink` → consumes the body as a stream, answers `{bodyBytes, bodySha256}`.
  *
@@ -49,6 +50,8 @@ export const PATTERN_CHUNK: Buffer = (() => {
 export const MAX_PATTERN_BYTES = 10 * 1024 ** 3;
 /** Most missions `/debug/json` generates. */
 export const MAX_LIST_ITEMS = 100_000;
+/** Most generated lists kept serialized (the oldest is dropped beyond it). */
+export const MAX_CACHED_LISTS = 6;
 /** Most missions kept by `POST /missions`; the oldest are dropped beyond it. */
 export const MAX_MISSIONS = 100_000;
 /** Largest JSON request body read, in bytes (1 MiB); larger → 413. */
@@ -205,7 +208,8 @@ function intParam(url: URL, name: string, fallback: number, max: number): number
  */
 export function createBenchUpstream(): Server {
   const missions = new Map<string, Entity>();
-  let list: { items: number; entity: Entity } | undefined;
+  // The generated lists, serialized once: bench/run.ts interleaves several sizes (10 … 15,500 items).
+  const lists = new Map<number, Entity>();
   const health = entity({ status: 'ok' });
 
   async function createMission(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -266,8 +270,13 @@ export function createBenchUpstream(): Server {
         error(req, res, 400, 'items must be an integer number');
         return;
       }
-      if (list?.items !== items) list = { items, entity: entity(generateMissionList(items)) };
-      sendJson(req, res, 200, list.entity);
+      let list = lists.get(items);
+      if (list === undefined) {
+        list = entity(generateMissionList(items));
+        if (lists.size >= MAX_CACHED_LISTS) lists.delete(lists.keys().next().value as number);
+        lists.set(items, list);
+      }
+      sendJson(req, res, 200, list);
     } else if (method === 'GET' && path === '/debug/bytes') {
       const n = intParam(url, 'n', 0, MAX_PATTERN_BYTES);
       if (n === undefined) {

@@ -23,9 +23,9 @@ import { type ExchangeState, stateOf } from './exchange.ts';
 import { buildUpstreamHeaders, hasRequestBody, upstreamTarget } from './outgoing-request.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
-import { chainPatches, PatchStream } from './response-patch.ts';
+import { chainPatches, PatchStream, pumpPatch } from './response-patch.ts';
 import { ClientSink, responseHead } from './response-writer.ts';
-import type { BufferBudget, ExchangeHooks, ResponsePatch } from './types.ts';
+import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import { decideUpstreamFailure, IDEMPOTENT_METHODS, UPSTREAM_MESSAGES } from './upstream-error.ts';
 
@@ -266,12 +266,22 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       return;
     }
     const coding = supportedCoding(upstreamRes.headers['content-encoding']);
+    const writeHead = () =>
+      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader));
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
       if (coding === undefined) skip(state, 'unsupported_encoding');
       res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader));
       upstreamRes.pipe(res);
+      return;
+    }
+    if (coding === 'identity') {
+      // The common case: no coding to undo, so no stream stages (response-patch.ts pumpPatch).
+      const onEnd = (outcome: PatchOutcome) => {
+        if (outcome.kind === 'skipped') skip(state, outcome.reason);
+      };
+      pumpPatch(upstreamRes, res, patch, writeHead, onEnd, fail);
       return;
     }
     const stages: Array<NodeJS.ReadableStream | NodeJS.WritableStream> = [upstreamRes];
@@ -284,9 +294,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     );
     const encoder = createEncoder(coding);
     if (encoder) stages.push(encoder);
-    const sink = new ClientSink(res, () =>
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader)),
-    );
+    const sink = new ClientSink(res, writeHead);
     res.once('close', () => {
       if (!res.writableFinished) sink.destroy();
     });

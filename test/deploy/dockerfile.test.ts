@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { nodeFlagsOf } from '../../bench/lib/shipped.ts';
 import { loadConfig } from '../../src/config.ts';
 
 const read = (name: string) => readFileSync(new URL(`../../${name}`, import.meta.url), 'utf8');
@@ -41,11 +42,20 @@ describe('Dockerfile', () => {
     expect(finalStage.join('\n')).not.toMatch(/node_modules|reference-backend|src\//);
   });
 
-  it('runs node dist/main.js as PID 1 as the node user, without --demo and without --expose-gc', () => {
+  it('runs node dist/main.js as PID 1 as the node user, with the documented V8 flag, without --demo and without --expose-gc', () => {
     expect(final('USER')).toEqual(['USER node']);
-    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "dist/main.js"]']);
+    // --max-semi-space-size=2: docs/operations.md "Footprint", docs/reliability.md "Memory while streaming".
+    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "--max-semi-space-size=2", "dist/main.js"]']);
     expect(instructions.join('\n')).not.toContain('--expose-gc');
     expect(instructions.join('\n')).not.toContain('--demo');
+  });
+
+  it('runs the bundle with the same Node flags as npm start (what npm run bench measures)', () => {
+    const [entrypoint] = final('ENTRYPOINT');
+    const argv = JSON.parse(entrypoint!.slice('ENTRYPOINT '.length)) as string[];
+    const start = (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start;
+    expect(argv.slice(1, argv.indexOf('dist/main.js'))).toEqual(nodeFlagsOf(start));
+    expect(start).toMatch(/ dist\/main\.js --demo$/);
   });
 
   it('exposes the default ports and checks /healthz on the admin port with fetch', () => {

@@ -1,14 +1,18 @@
 /**
  * Streaming end to end (SPEC §4): bodies the shim does not rewrite pass through without being
- * buffered. 200 MiB up and 200 MiB down through a shim process, which runs with the V8 flag that
- * `npm start` and the image use (`--max-semi-space-size=1`, docs/reliability.md "Memory while
- * streaming"; no manual GC). Its peak RSS stays within 80 MiB of its idle RSS: a regression guard
- * (measured 57–64 MiB on a shared 2-core machine, where RSS varies by ±15 MiB run to run); issue 9
- * item 4 aims at 40 MiB, not met yet (docs/reliability.md).
+ * buffered. 200 MiB up (chunked), 200 MiB up (Content-Length) and 200 MiB down through a shim process,
+ * which runs with the V8 flag of `npm start` and the image (`--max-semi-space-size=2`, docs/operations.md
+ * "Footprint"; no manual GC, no `--expose-gc`). Its peak RSS stays within 100 MiB of its idle RSS: a
+ * regression guard, not the aim. Measured 75–81 MiB here (from the sources) and 55–87 MiB with the
+ * bundle in `node bench/semi-space.ts`; a bare `node:http` pipe holds as much (`npm run bench`): each
+ * socket read is a fresh 64 KiB buffer outside the V8 heap, freed when V8 next collects. Issue 9 item
+ * 4's idle + 40 MiB is not met (docs/reliability.md "Memory while streaming").
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeFlagsOf } from '../../bench/lib/shipped.ts';
 import { type DebugUpstream, startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 import { CURRENT, LEGACY } from '../helpers/stack.ts';
@@ -19,8 +23,14 @@ const SIZE = 200 * MiB;
 let backend: DebugUpstream;
 let shim: ShimProcess;
 let idleRss = 0;
-/** The V8 flag documented for streaming (docs/reliability.md). */
-const STREAMING_FLAGS = '--max-semi-space-size=1';
+/** The V8 flags of `npm start` and the image (package.json `start`; the Dockerfile test keeps them equal). */
+const STREAMING_FLAGS = nodeFlagsOf(
+  (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start,
+).join(' ');
 beforeAll(async () => {
   backend = await startDebugUpstream();
   shim = await spawnShim({ UPSTREAM_URL: backend.url, NODE_OPTIONS: STREAMING_FLAGS });
@@ -114,12 +124,16 @@ describe('streaming through a shim process', () => {
     expect(viaShim.sha).toBe(direct.sha);
   });
 
-  it('kept the shim process within 80 MiB of its idle RSS', () => {
+  it('runs the shim with the V8 flag of npm start', () => {
+    expect(STREAMING_FLAGS).toBe('--max-semi-space-size=2');
+  });
+
+  it('kept the shim process within 100 MiB of its idle RSS', () => {
     const peak = shim.peakRss();
     console.info(
       `shim RSS idle ${(idleRss / MiB).toFixed(1)} MiB, peak after 600 MiB streamed ${(peak / MiB).toFixed(1)} MiB`,
     );
     expect(idleRss).toBeGreaterThan(0);
-    expect(peak - idleRss).toBeLessThan(80 * MiB);
+    expect(peak - idleRss).toBeLessThan(100 * MiB);
   });
 });

@@ -29,9 +29,9 @@ export interface ShimProcess {
  */
 export function spawnShim(env: Record<string, string>, args: readonly string[] = []): Promise<ShimProcess> {
   const demo = env.UPSTREAM_URL ? [] : ['--demo'];
-  // --expose-gc only while src/proxy/memory.ts exists (its scavenging keeps test/e2e/streaming.test.ts
-  // under its RSS bound); npm start, the image and soak run without it. Drop it with memory.ts.
-  const child = spawn(process.execPath, ['--expose-gc', 'src/main.ts', ...demo, ...args], {
+  // No V8 flags here: a test that needs the documented ones passes them in `NODE_OPTIONS` (as
+  // test/e2e/streaming.test.ts does with those of `npm start` and the image).
+  const child = spawn(process.execPath, ['src/main.ts', ...demo, ...args], {
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
