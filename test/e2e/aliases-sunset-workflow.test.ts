@@ -9,7 +9,6 @@
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
 import { once } from 'node:events';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { startReferenceBackend } from '@compat-shim/reference-backend';
@@ -17,7 +16,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/aliases/consumer.ts';
 import { createShim, PLUGINS } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createAdminServer } from '../../src/observability/admin.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
@@ -29,29 +27,18 @@ const CANONICAL_FILES = '/files?metadataByTypeUuid=a0000000-0000-4000-8000-00000
 const KEY = 'population-fingerprint-key';
 const DOCS = 'https://docs.example.com/migration-guide';
 
-let running: Array<{ stack: Stack; admin: Server }> = [];
+let running: Stack[] = [];
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
-  for (const { stack, admin } of running) {
-    admin.close();
-    await stack.close();
-  }
+  for (const stack of running) await stack.close();
   running = [];
   for (const close of closers.splice(0).reverse()) await close();
 });
 
 async function start(env: Record<string, string>) {
   const stack = await startStack(env);
-  const admin = createAdminServer({
-    registry: stack.metrics.registry,
-    upstreamReachable: async () => true,
-    draining: () => false,
-    routes: stack.shim.adminRoutes,
-  });
-  admin.listen(0, '127.0.0.1');
-  await once(admin, 'listening');
-  running.push({ stack, admin });
-  return { stack, adminUrl: `http://127.0.0.1:${(admin.address() as AddressInfo).port}` };
+  running.push(stack);
+  return { stack, adminUrl: stack.adminUrl };
 }
 
 interface Report {

@@ -1,19 +1,4 @@
-/**
- * Attack: credential harvesting from the usage report (CWE-532, CWE-200). The alias layer attributes
- * every aliased request to a consumer (issue 11 item 1) and publishes who on the admin listener
- * (`GET /aliases/usage`), in the log (`consumer`) and in a metric (`shim_alias_consumers`). A consumer
- * id derived carelessly from the credential (the raw API key, a prefix of it, an unkeyed hash, a
- * cookie) would hand every key to whoever reads the admin port, the logs or Prometheus.
- *
- * Legacy clients send distinctive marker secrets (`test/helpers/secrets.ts`) as API keys and cookies,
- * with and without a fingerprint key; no marker may appear, in any encoding, in the report, the log or
- * the metrics. Goes with the alias layer: deleted with it (docs/removing-the-alias-layer.md).
- */
-import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminServer } from '../../src/observability/admin.ts';
 import { send } from '../helpers/http.ts';
 import { leakedSecrets, SECRETS } from '../helpers/secrets.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
@@ -25,21 +10,13 @@ const COOKIE = `authtoken=${SECRETS.authtoken}; refreshtoken=${SECRETS.refreshto
 
 interface Running {
   stack: Stack;
-  admin: Server;
   adminUrl: string;
 }
 
+/** A shim with its own admin listener (the runtime's, where the usage report is served). */
 async function start(env: Record<string, string>): Promise<Running> {
   const stack = await startStack({ LOG_LEVEL: 'trace', ...env });
-  const admin = createAdminServer({
-    registry: stack.metrics.registry,
-    upstreamReachable: async () => true,
-    draining: () => false,
-    routes: stack.shim.adminRoutes,
-  });
-  admin.listen(0, '127.0.0.1');
-  await once(admin, 'listening');
-  return { stack, admin, adminUrl: `http://127.0.0.1:${(admin.address() as AddressInfo).port}` };
+  return { stack, adminUrl: stack.adminUrl };
 }
 
 const runs: Running[] = [];
@@ -65,10 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const { stack, admin } of runs) {
-    admin.close();
-    await stack.close();
-  }
+  for (const { stack } of runs) await stack.close();
 });
 
 describe('no credential byte in the usage report, the log or the metrics', () => {
