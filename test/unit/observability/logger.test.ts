@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/observability/logger.ts';
+import { createLogger, isoTimePerMillisecond } from '../../../src/observability/logger.ts';
 
 function capture(level = 'info', extra: string[] = []) {
   let text = '';
@@ -61,5 +62,42 @@ describe('createLogger', () => {
     logger.info('hidden');
     logger.warn('shown');
     expect(lines().map((l) => l.msg)).toEqual(['shown']);
+  });
+});
+
+describe('isoTimePerMillisecond', () => {
+  it("writes pino's isoTime text for every millisecond, formatting each millisecond once", () => {
+    let clock = Date.UTC(2026, 10, 23, 21, 5, 53, 123);
+    let formatted = 0;
+    const now = () => clock;
+    const time = isoTimePerMillisecond(now);
+    const toISOString = Date.prototype.toISOString;
+    Date.prototype.toISOString = function (this: Date) {
+      formatted++;
+      return toISOString.call(this);
+    };
+    try {
+      const first = time();
+      expect(first).toBe(',"time":"2026-11-23T21:05:53.123Z"');
+      expect(time()).toBe(first);
+      expect(formatted).toBe(1);
+      for (const step of [1, 0, 999, 86_400_000, -5]) {
+        clock += step;
+        expect(time()).toBe(`,"time":"${new Date(clock).toISOString()}"`);
+      }
+    } finally {
+      Date.prototype.toISOString = toISOString;
+    }
+  });
+
+  it('gives the same text as pino.stdTimeFunctions.isoTime', () => {
+    const at = Date.UTC(1999, 11, 31, 23, 59, 59, 999);
+    const original = Date.now;
+    Date.now = () => at;
+    try {
+      expect(isoTimePerMillisecond(() => at)()).toBe(pino.stdTimeFunctions.isoTime());
+    } finally {
+      Date.now = original;
+    }
   });
 });
