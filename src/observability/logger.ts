@@ -32,13 +32,73 @@ export function createLogger(
   extraRedactions: readonly string[] = [],
   destination?: DestinationStream,
 ): Logger {
+  const paths = [...REDACTED_PATHS, ...extraRedactions];
   const options = {
     level,
     base: { service: 'compat-shim' },
     timestamp: isoTimePerMillisecond(),
-    redact: { paths: [...REDACTED_PATHS, ...extraRedactions], censor: '[redacted]' },
+    redact: { paths, censor: '[redacted]' },
   };
-  return pino(options, destination ?? stdoutPerTurn());
+  const logger = pino(options, destination ?? stdoutPerTurn());
+  redactionOf.set(logger, paths);
+  return logger;
+}
+
+/** The redaction paths of each logger made by {@link createLogger}. */
+const redactionOf = new WeakMap<Logger, readonly string[]>();
+
+/**
+ * For lines a caller builds itself (the request log): picks, per line, a logger that writes exactly
+ * what `logger` would. When no redaction path can reach into the line (checked on its first two
+ * levels: a path's first segment is a key of the line and, for a longer path, its second segment a key
+ * of that value, or a wildcard), that is a child of `logger` without redaction: pino copies every
+ * object under a redacted key (`req`, `res`) and walks every path for each line, about 3% of the
+ * shim's CPU per request on the pass-through path (bench/profile.ts), to censor what the request log
+ * never writes. Otherwise, and for a logger {@link createLogger} did not make, `logger` itself.
+ * @param logger A logger from {@link createLogger}.
+ * @returns `(line) => Logger`, pure and cheap (a few property checks per line).
+ * @example
+ * const pick = loggerForLine(logger);
+ * pick({ req: { method: 'GET', path: '/x' } }).info(line, 'request completed'); // no redaction pass
+ * pick({ req: { headers: {} } }); // → logger (req.headers.cookie could be in it)
+ */
+export function loggerForLine(logger: Logger): (line: Readonly<Record<string, unknown>>) => Logger {
+  const paths = redactionOf.get(logger);
+  const reach = paths === undefined ? undefined : redactionReach(paths);
+  if (reach === undefined) return () => logger;
+  const plain = logger.child({}, { redact: [] });
+  return (line) => {
+    for (const key in line) {
+      if (!Object.hasOwn(reach, key)) continue;
+      const inner = reach[key];
+      if (inner === true) return logger;
+      const value = line[key];
+      if (typeof value !== 'object' || value === null) continue;
+      for (const second of inner as readonly string[]) if (second in value) return logger;
+    }
+    return plain;
+  };
+}
+
+/**
+ * The first two levels of redaction paths: first segment → `true` (the whole value is censored, or
+ * any key below it may be) or the second segments below it. `undefined` when a path starts with a
+ * wildcard (any line may be redacted). Paths use pino's syntax: `a.b`, `a["b-c"]`, `a.*`.
+ */
+function redactionReach(paths: readonly string[]): Record<string, true | string[]> | undefined {
+  const reach: Record<string, true | string[]> = Object.create(null);
+  for (const path of paths) {
+    const segments = [...path.matchAll(/[^.[\]]+|\[([^[\]]*?)\]/g)].map((m) =>
+      m[1] === undefined ? (m[0] as string) : m[1].replace(/^(["'`])(.*)\1$/, '$2'),
+    );
+    const [first, second] = segments;
+    if (first === undefined || first === '*') return undefined;
+    const known = reach[first];
+    if (second === undefined || second === '*') reach[first] = true;
+    else if (known === undefined) reach[first] = [second];
+    else if (known !== true) known.push(second);
+  }
+  return reach;
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
  * One log line per request (SPEC §8): method, path, status, duration, client version, the fields
  * plugins added (e.g. aliases used). Headers, cookies and the query are never serialized, so no
- * credential can reach the log; the logger's redaction is a second line of defence.
+ * credential can reach the log; the logger's redaction is a second line of defence, and it runs for
+ * every line a redaction path can reach into (`loggerForLine`: a plugin's log field named `headers` or
+ * `cookies`); the request log's own `req` and `res` objects hold no such key.
  *
  * Written with the process logger itself when the response finishes (or its connection closes first):
  * one `logger.info` call and no per-request child logger. pino-http did the same job for about 50 µs of
@@ -13,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { stateOf } from '../proxy/exchange.ts';
+import { loggerForLine } from './logger.ts';
 
 /**
  * Creates the request-log middleware. It must run after the exchange is created.
@@ -23,6 +26,7 @@ import { stateOf } from '../proxy/exchange.ts';
  * @param logger The process logger.
  */
 export function requestLog(logger: Logger): RequestHandler {
+  const pick = loggerForLine(logger);
   let counter = 0;
   return (req, res, next) => {
     const reqId = ++counter;
@@ -30,7 +34,7 @@ export function requestLog(logger: Logger): RequestHandler {
     const done = () => {
       res.off('finish', done);
       res.off('close', done);
-      writeLine(logger, reqId, arrived, req, res);
+      writeLine(pick, reqId, arrived, req, res);
     };
     res.on('finish', done);
     res.on('close', done);
@@ -39,7 +43,7 @@ export function requestLog(logger: Logger): RequestHandler {
 }
 
 function writeLine(
-  logger: Logger,
+  pick: (line: Record<string, unknown>) => Logger,
   reqId: number,
   arrived: number,
   req: IncomingMessage,
@@ -60,6 +64,7 @@ function writeLine(
     Object.assign(line, state.exchange.logFields);
   }
   if (!res.writableFinished) line.aborted = true;
+  const logger = pick(line);
   if (status >= 500) logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
 }

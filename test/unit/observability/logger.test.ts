@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger, isoTimePerMillisecond } from '../../../src/observability/logger.ts';
+import { createLogger, isoTimePerMillisecond, loggerForLine } from '../../../src/observability/logger.ts';
 
 function capture(level = 'info', extra: string[] = []) {
   let text = '';
@@ -99,5 +99,61 @@ describe('isoTimePerMillisecond', () => {
     } finally {
       Date.now = original;
     }
+  });
+});
+
+describe('loggerForLine', () => {
+  const requestLine = () => ({
+    reqId: 7,
+    req: { method: 'GET', path: '/missions/1' },
+    res: { statusCode: 200 },
+    responseTime: 3,
+    clientVersion: '1.0.0',
+    route: '/missions/:id',
+    credential: 'api-key',
+    aliases: ['tags'],
+  });
+  const withoutTime = (text: string) => text.replace(/"time":"[^"]*"/g, '"time":"-"');
+
+  it('writes a request line without the redaction pass, byte for byte as the logger would', () => {
+    const { logger, text } = capture('info', ['req.headers["x-service-key"]']);
+    const pick = loggerForLine(logger);
+    expect(pick(requestLine())).not.toBe(logger);
+    logger.info(requestLine(), 'request completed');
+    pick(requestLine()).info(requestLine(), 'request completed');
+    pick(requestLine()).error(requestLine(), 'request completed');
+    logger.error(requestLine(), 'request completed');
+    const [a, b, c, d, end] = withoutTime(text()).split('\n');
+    expect(end).toBe('');
+    expect(a).toContain('"req":{"method":"GET","path":"/missions/1"},"res":{"statusCode":200}');
+    expect(b).toBe(a);
+    expect(c).toBe(d);
+  });
+
+  it('keeps the logger for any line a redaction path can reach, so credentials stay censored', () => {
+    const { logger, text } = capture('info', ['req.headers["x-service-key"]', 'session.*']);
+    const pick = loggerForLine(logger);
+    const lines: Array<Record<string, unknown>> = [
+      { req: { method: 'GET', headers: { cookie: 'secret-1' } } },
+      { res: { statusCode: 200, headers: { 'set-cookie': 'secret-2' } } },
+      { headers: { authorization: 'secret-3' } },
+      { cookies: 'secret-4' },
+      { req: { cookies: { a: 'secret-5' } } },
+      { req: { headers: { 'x-service-key': 'secret-6' } } },
+      { session: { token: 'secret-7' } },
+    ];
+    for (const line of lines) {
+      expect(pick(line)).toBe(logger);
+      pick(line).info(line, 'request completed');
+    }
+    for (let i = 1; i <= 7; i++) expect(text()).not.toContain(`secret-${i}`);
+    expect(pick({ headers: 'not an object', req: null })).not.toBe(logger);
+  });
+
+  it('always keeps a logger that createLogger did not make, or whose paths start with a wildcard', () => {
+    const foreign = pino({ enabled: false });
+    expect(loggerForLine(foreign)(requestLine())).toBe(foreign);
+    const { logger } = capture('info', ['*.password']);
+    expect(loggerForLine(logger)(requestLine())).toBe(logger);
   });
 });
