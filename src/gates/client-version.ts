@@ -1,10 +1,9 @@
 /**
  * The client-version gate (service document part 9; SPEC §3 step 4).
  */
-import type { RequestHandler } from 'express';
 import { lt, parse, type SemVer } from 'semver';
 import { ShimError } from '../proxy/errors.ts';
-import { stateOf } from '../proxy/exchange.ts';
+import type { Gate } from '../proxy/exchange.ts';
 
 /** Python's PEP 440 dev release form `X.Y.Z.devN`, read as SemVer `X.Y.Z-dev.N`. */
 const PYTHON_DEV = /^(\d+\.\d+\.\d+)\.dev(\d+)$/;
@@ -46,13 +45,12 @@ export interface ClientVersionRules {
 }
 
 /**
- * Express middleware: 426 for a missing, malformed or too old client version; stores the parsed
- * version on the exchange.
+ * The client-version gate: stores the parsed version on the exchange; skipped for unchecked requests.
+ * @throws {ShimError} `version` (426) for a missing, malformed or too old client version.
  */
-export function clientVersionGate(rules: ClientVersionRules): RequestHandler {
-  return (req, res, next) => {
-    const state = stateOf(res);
-    if (state.unchecked) return next();
+export function clientVersionGate(rules: ClientVersionRules): Gate {
+  return (req, state) => {
+    if (state.unchecked) return;
     const version = parseClientVersion(req.headers[rules.header]);
     if (!version) {
       throw new ShimError(
@@ -67,7 +65,6 @@ export function clientVersionGate(rules: ClientVersionRules): RequestHandler {
       );
     }
     state.exchange.clientVersion = version;
-    next();
   };
 }
 

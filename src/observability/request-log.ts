@@ -18,26 +18,48 @@ import { stateOf } from '../proxy/exchange.ts';
 import { loggerForLine } from './logger.ts';
 
 /**
- * Creates the request-log middleware. It must run after the exchange is created.
+ * Creates the request log: a function to call once per request on its arrival. It numbers the request
+ * and writes its line when the response finishes or its connection closes first, whichever comes first,
+ * once. The shim's pipeline calls it from its first middleware (app.ts), with the exchange's metrics
+ * as `onFinish`, so that one pair of listeners serves both.
  *
  * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), clientVersion, route,
  * rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
  * 5xx status). `aborted: true` marks a connection that closed before its response ended.
  * @param logger The process logger.
+ * @returns `(req, res, arrived, onFinish?)`: `arrived` is `performance.now()` at arrival, in ms;
+ *   `onFinish` runs when the response finished, just before its line is written (not for an abort).
  */
-export function requestLog(logger: Logger): RequestHandler {
+export function createRequestLog(
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse, arrived: number, onFinish?: () => void) => void {
   const pick = loggerForLine(logger);
   let counter = 0;
-  return (req, res, next) => {
+  return (req, res, arrived, onFinish) => {
     const reqId = ++counter;
-    const arrived = stateOf(res)?.startedAt ?? performance.now();
-    const done = () => {
-      res.off('finish', done);
-      res.off('close', done);
+    const finished = () => {
+      res.off('close', closed);
+      onFinish?.();
       writeLine(pick, reqId, arrived, req, res);
     };
-    res.on('finish', done);
-    res.on('close', done);
+    const closed = () => {
+      res.off('finish', finished);
+      writeLine(pick, reqId, arrived, req, res);
+    };
+    res.on('finish', finished);
+    res.on('close', closed);
+  };
+}
+
+/**
+ * The request log as an Express middleware of its own ({@link createRequestLog}), for a pipeline whose
+ * first middleware created the exchange state but does not call the request log itself.
+ * @param logger The process logger.
+ */
+export function requestLog(logger: Logger): RequestHandler {
+  const track = createRequestLog(logger);
+  return (req, res, next) => {
+    track(req, res, stateOf(res)?.startedAt ?? performance.now());
     next();
   };
 }

@@ -55,6 +55,13 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
   };
 }
 
+/**
+ * One admission step (SPEC §3): reads the request, records what it learned on the exchange state, or
+ * throws a `ShimError` that the pipeline's error handler answers. Synchronous; the composition root
+ * (app.ts) runs the gates in order inside one Express layer.
+ */
+export type Gate = (req: IncomingMessage, state: ExchangeState) => void;
+
 /** The state of a request, as stored by the first middleware. */
 export function stateOf(res: ServerResponse): ExchangeState {
   return (res as ServerResponse & { locals: { shim: ExchangeState } }).locals.shim;

@@ -12,7 +12,7 @@ import {
   parseClientVersion,
 } from '../../../src/gates/client-version.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import { createExchangeState, type ExchangeState } from '../../../src/proxy/exchange.ts';
+import { createExchangeState, type ExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
 import { anyCodePoint } from '../../fuzz/code-points.ts';
 
 const v = (text: string): SemVer => {
@@ -222,9 +222,8 @@ describe('clientVersionGate', () => {
     let nextCalled = false;
     let error: unknown;
     try {
-      gate(req as never, res as never, () => {
-        nextCalled = true;
-      });
+      gate(req, stateOf(res));
+      nextCalled = true;
     } catch (err) {
       error = err;
     }
