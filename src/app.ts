@@ -144,8 +144,9 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     trackRequest(req, res, state.startedAt, () => {
       // Labelled at the end: only an upstream 2xx/3xx teaches a route class, within per-consumer bounds
       // (RouteLabels in observability/metrics.ts).
+      state.shape ??= routeShape(state.exchange.path);
       state.route = metrics.routes.label(
-        routeShape(state.exchange.path),
+        state.shape,
         { status: res.statusCode, rejected: state.rejection !== undefined },
         () => consumerOf(req, credentialRules),
       );
