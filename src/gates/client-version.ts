@@ -45,13 +45,33 @@ export interface ClientVersionRules {
 }
 
 /**
+ * Valid versions a gate remembers, parsed: a fleet sends a few dozen distinct ones. When full, the
+ * memory starts over (a client cycling through made-up versions costs what parsing costs, no memory).
+ */
+export const KNOWN_VERSIONS_LIMIT = 256;
+
+/**
  * The client-version gate: stores the parsed version on the exchange; skipped for unchecked requests.
+ * A version seen before is not parsed again (at most {@link KNOWN_VERSIONS_LIMIT} remembered, valid
+ * ones only): the same header value gives the same, never mutated, `SemVer`.
  * @throws {ShimError} `version` (426) for a missing, malformed or too old client version.
  */
 export function clientVersionGate(rules: ClientVersionRules): Gate {
+  const known = new Map<string, SemVer>();
+  const parseKnown = (value: string | string[] | undefined): SemVer | undefined => {
+    if (typeof value !== 'string') return parseClientVersion(value);
+    let version = known.get(value);
+    if (version === undefined) {
+      version = parseClientVersion(value);
+      if (version === undefined) return undefined;
+      if (known.size >= KNOWN_VERSIONS_LIMIT) known.clear();
+      known.set(value, version);
+    }
+    return version;
+  };
   return (req, state) => {
     if (state.unchecked) return;
-    const version = parseClientVersion(req.headers[rules.header]);
+    const version = parseKnown(req.headers[rules.header]);
     if (!version) {
       throw new ShimError(
         'version',
