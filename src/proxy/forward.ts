@@ -112,7 +112,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     let attempt = 0;
     let clientGone = false;
     let current: ClientRequest | undefined;
-    res.once('close', () => {
+    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
+    res.on('close', () => {
       if (res.writableFinished) return;
       clientGone = true;
       current?.destroy();
@@ -140,10 +141,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       // Idle socket in any phase (upload, waiting, download) …
       upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
       // … and no response headers within the timeout once the request is fully sent.
-      upstreamReq.once('finish', () => {
+      upstreamReq.on('finish', () => {
         if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
       });
-      upstreamReq.once('close', () => clearTimeout(headerTimer));
+      upstreamReq.on('close', () => clearTimeout(headerTimer));
 
       /** A failure of this attempt, before or after the upstream's head. */
       const fail = (err: NodeJS.ErrnoException) => {
@@ -173,12 +174,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       };
       upstreamReq.on('error', fail);
 
-      upstreamReq.once('response', (upstreamRes: IncomingMessage) => {
+      upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
         headReceived = true;
         clearTimeout(headerTimer);
         release();
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
-        upstreamRes.once('close', () => {
+        upstreamRes.on('close', () => {
           if (!upstreamRes.complete)
             fail(Object.assign(new Error('upstream response cut short'), { code: 'ECONNRESET' }));
         });
