@@ -36,7 +36,7 @@ export function createLogger(
   const options = {
     level,
     base: { service: 'compat-shim' },
-    timestamp: isoTimePerMillisecond(),
+    timestamp: isoTimePerSecond(),
     redact: { paths, censor: '[redacted]' },
   };
   const logger = pino(options, destination ?? stdoutPerTurn());
@@ -67,14 +67,14 @@ export function loggerForLine(logger: Logger): (line: Readonly<Record<string, un
   const reach = paths === undefined ? undefined : redactionReach(paths);
   if (reach === undefined) return () => logger;
   const plain = logger.child({}, { redact: [] });
+  const roots = Object.entries(reach);
   return (line) => {
-    for (const key in line) {
-      if (!Object.hasOwn(reach, key)) continue;
-      const inner = reach[key];
+    for (const [root, inner] of roots) {
+      if (!Object.hasOwn(line, root)) continue;
       if (inner === true) return logger;
-      const value = line[key];
+      const value = line[root];
       if (typeof value !== 'object' || value === null) continue;
-      for (const second of inner as readonly string[]) if (second in value) return logger;
+      for (const second of inner) if (second in value) return logger;
     }
     return plain;
   };
@@ -103,24 +103,29 @@ function redactionReach(paths: readonly string[]): Record<string, true | string[
 
 /**
  * pino's ISO timestamp (`,"time":"2026-11-23T21:05:53.123Z"`, as `pino.stdTimeFunctions.isoTime`
- * writes it), formatted once per millisecond: under load many lines share a millisecond (the request
- * lines of one event-loop turn), and `Date#toISOString` was about 2% of the shim's CPU per request on
- * the pass-through path (bench/profile.ts). Same text as formatting every time.
+ * writes it), with `Date#toISOString` called once per second: the text up to the seconds is kept and
+ * the milliseconds appended. `toISOString` per line was about 2% of the shim's CPU per request on the
+ * pass-through path (bench/profile.ts). Same text as formatting every time; a clock that is not an
+ * integer number of ms is formatted in full (and a NaN throws `RangeError`, as pino's does).
  * @param now The clock, ms since the epoch (default `Date.now`; tests pass a fake one).
  * @returns A pino `timestamp` function.
  * @example
- * isoTimePerMillisecond(() => 0)() // → ',"time":"1970-01-01T00:00:00.000Z"'
+ * isoTimePerSecond(() => 1)() // → ',"time":"1970-01-01T00:00:00.001Z"'
  */
-export function isoTimePerMillisecond(now: () => number = Date.now): () => string {
-  let formattedAt = Number.NaN;
-  let formatted = '';
+export function isoTimePerSecond(now: () => number = Date.now): () => string {
+  let second = Number.NaN;
+  let prefix = '';
   return () => {
     const ms = now();
-    if (ms !== formattedAt) {
-      formattedAt = ms;
-      formatted = `,"time":"${new Date(ms).toISOString()}"`;
+    if (!Number.isInteger(ms)) return `,"time":"${new Date(ms).toISOString()}"`;
+    const s = Math.floor(ms / 1000);
+    if (s !== second) {
+      const iso = new Date(s * 1000).toISOString(); // always ends in `.000Z`
+      second = s;
+      prefix = `,"time":"${iso.slice(0, -4)}`;
     }
-    return formatted;
+    const milli = ms - s * 1000;
+    return `${prefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z"`;
   };
 }
 

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger, isoTimePerMillisecond, loggerForLine } from '../../../src/observability/logger.ts';
+import { createLogger, isoTimePerSecond, loggerForLine } from '../../../src/observability/logger.ts';
 
 function capture(level = 'info', extra: string[] = []) {
   let text = '';
@@ -65,29 +65,40 @@ describe('createLogger', () => {
   });
 });
 
-describe('isoTimePerMillisecond', () => {
-  it("writes pino's isoTime text for every millisecond, formatting each millisecond once", () => {
+describe('isoTimePerSecond', () => {
+  it("writes pino's isoTime text for every millisecond, formatting each second once", () => {
     let clock = Date.UTC(2026, 10, 23, 21, 5, 53, 123);
     let formatted = 0;
-    const now = () => clock;
-    const time = isoTimePerMillisecond(now);
+    const time = isoTimePerSecond(() => clock);
     const toISOString = Date.prototype.toISOString;
+    const expected = (ms: number) => `,"time":"${toISOString.call(new Date(ms))}"`;
     Date.prototype.toISOString = function (this: Date) {
       formatted++;
       return toISOString.call(this);
     };
     try {
-      const first = time();
-      expect(first).toBe(',"time":"2026-11-23T21:05:53.123Z"');
-      expect(time()).toBe(first);
-      expect(formatted).toBe(1);
-      for (const step of [1, 0, 999, 86_400_000, -5]) {
+      expect(time()).toBe(',"time":"2026-11-23T21:05:53.123Z"');
+      expect(time()).toBe(',"time":"2026-11-23T21:05:53.123Z"');
+      for (const step of [1, -120, 996, 1, 0]) {
         clock += step;
-        expect(time()).toBe(`,"time":"${new Date(clock).toISOString()}"`);
+        expect(time()).toBe(expected(clock));
       }
+      expect(formatted).toBe(2); // second 21:05:53, then 21:05:54 (53.004 + 996 ms)
     } finally {
       Date.prototype.toISOString = toISOString;
     }
+  });
+
+  it.each([
+    0, 1, 9, 10, 99, 100, 999, 1000, -1, -999, -1000, -1001, 951_782_400_000, 253_402_300_799_999,
+    253_402_300_800_000, -62_198_755_200_001, 8_640_000_000_000_000,
+  ])('gives the text of toISOString at %i ms, also for years outside 0000–9999', (ms) => {
+    expect(isoTimePerSecond(() => ms)()).toBe(`,"time":"${new Date(ms).toISOString()}"`);
+  });
+
+  it('formats a fractional clock in full and throws on NaN, as pino does', () => {
+    expect(isoTimePerSecond(() => 1.5)()).toBe(`,"time":"${new Date(1.5).toISOString()}"`);
+    expect(isoTimePerSecond(() => Number.NaN)).toThrow(RangeError);
   });
 
   it('gives the same text as pino.stdTimeFunctions.isoTime', () => {
@@ -95,7 +106,7 @@ describe('isoTimePerMillisecond', () => {
     const original = Date.now;
     Date.now = () => at;
     try {
-      expect(isoTimePerMillisecond(() => at)()).toBe(pino.stdTimeFunctions.isoTime());
+      expect(isoTimePerSecond(() => at)()).toBe(pino.stdTimeFunctions.isoTime());
     } finally {
       Date.now = original;
     }
