@@ -21,7 +21,8 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
  * @param connection The header value(s), e.g. `keep-alive, X-Foo`.
  */
 export function connectionTokens(connection: string | string[] | undefined): string[] {
-  if (connection === undefined) return [];
+  // The common values name nothing: no splitting (an upstream sends `keep-alive` on every response).
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return [];
   const text = Array.isArray(connection) ? connection.join(',') : connection;
   const out: string[] = [];
   for (const t of text.split(',')) {
