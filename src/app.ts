@@ -20,6 +20,7 @@ import { createExchangeState, type ExchangeState, type Gate, stateOf } from './p
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
 import { sendError } from './proxy/respond.ts';
+import { headerValue } from './proxy/response-writer.ts';
 import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
@@ -93,9 +94,9 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
-  const responseHeaders = (state: ExchangeState, upstream: IncomingMessage['headers'] | undefined) => {
+  const responseHeaders = (state: ExchangeState, upstream: IncomingMessage | undefined) => {
     const out: string[] = [];
-    if (upstream) serviceVersion.observe(upstream[serviceVersionHeader]);
+    if (upstream) serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
     else {
       if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
       if (varyHeader !== undefined) out.push('Vary', varyHeader);

@@ -24,7 +24,7 @@ import { buildUpstreamHeaders, hasRequestBody, upstreamTarget } from './outgoing
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, PatchStream, pumpPatch } from './response-patch.ts';
-import { ClientSink, responseHead } from './response-writer.ts';
+import { ClientSink, headerValue, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import { decideUpstreamFailure, IDEMPOTENT_METHODS, UPSTREAM_MESSAGES } from './upstream-error.ts';
@@ -55,9 +55,10 @@ export interface ForwarderOptions {
   logger: Logger;
   /**
    * Headers to add to every response of an exchange (upstream's or shim-made), computed when the
-   * response starts; `upstreamHeaders` is `undefined` for shim-made responses.
+   * response starts; `upstream` is the upstream's response, `undefined` for shim-made responses (read
+   * its headers with `headerValue`, response-writer.ts: a pass-through never builds `upstream.headers`).
    */
-  responseHeaders(state: ExchangeState, upstreamHeaders: IncomingHttpHeaders | undefined): string[];
+  responseHeaders(state: ExchangeState, upstream: IncomingMessage | undefined): string[];
 }
 
 /** The forwarder: an Express handler plus its upstream connection pool. */
@@ -247,11 +248,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
     }
     // After onResponse: plugins may append response headers there.
-    const extra = options.responseHeaders(state, upstreamRes.headers);
+    const extra = options.responseHeaders(state, upstreamRes);
+    // Only what this response uses: the ETag is weakened for a patch, Vary merged when configured.
     const upstreamHead = {
       rawHeaders: upstreamRes.rawHeaders,
-      etag: upstreamRes.headers.etag,
-      vary: upstreamRes.headers.vary,
+      etag: patches === undefined ? undefined : (headerValue(upstreamRes, 'etag') as string | undefined),
+      vary: varyHeader === undefined ? undefined : (headerValue(upstreamRes, 'vary') as string | undefined),
     };
     const message = upstreamRes.statusMessage;
 
