@@ -1,7 +1,5 @@
-import fc from 'fast-check';
-import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, methodLabel, RouteHistogram } from '../../../src/observability/metrics.ts';
+import { createMetrics, methodLabel } from '../../../src/observability/metrics.ts';
 
 describe('methodLabel', () => {
   it('keeps the standard methods and folds the rest into OTHER', () => {
@@ -65,60 +63,5 @@ describe('createMetrics', () => {
     const other = createMetrics(false);
     other.routes.label('/learned', { status: 200, rejected: false }, () => 'key:k');
     expect(m.routes.known('/learned')).toBe('other');
-  });
-});
-
-describe('RouteHistogram', () => {
-  const BOUNDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-
-  it("exports exactly what prom-client's Histogram exports for the same observations", async () => {
-    const route = fc.constantFrom('/user/me', '/missions/:id', 'other', '/a"b\\c\nd', '/');
-    const value = fc.oneof(
-      fc.constantFrom(...BOUNDS, 0, -1, 61, 1e9),
-      fc.double({ min: -1, max: 100, noNaN: true, noDefaultInfinity: true }),
-    );
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.tuple(route, value), { maxLength: 60 }),
-        fc.boolean(),
-        async (obs, reset) => {
-          const theirs = new Registry();
-          const ours = new Registry();
-          const reference = new Histogram({
-            name: 'h_seconds',
-            help: 'Help, with a \\ backslash.',
-            labelNames: ['route'],
-            buckets: BOUNDS,
-            registers: [theirs],
-          });
-          const histogram = new RouteHistogram('h_seconds', 'Help, with a \\ backslash.', BOUNDS, ours);
-          for (const [i, [r, v]] of obs.entries()) {
-            reference.observe({ route: r }, v);
-            histogram.observe({ route: r }, v);
-            if (reset && i === obs.length >> 1) {
-              theirs.resetMetrics();
-              ours.resetMetrics();
-            }
-          }
-          expect(await ours.metrics()).toBe(await theirs.metrics());
-          expect(await ours.getMetricsAsJSON()).toEqual(await theirs.getMetricsAsJSON());
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
-
-  it('refuses a value that is not a finite number, as prom-client does', () => {
-    const histogram = new RouteHistogram('h_seconds', 'help', BOUNDS, new Registry());
-    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])
-      expect(() => histogram.observe({ route: '/' }, bad)).toThrow(TypeError);
-  });
-
-  it('cannot be registered twice under one name', () => {
-    const registry = new Registry();
-    new RouteHistogram('h_seconds', 'help', BOUNDS, registry);
-    expect(() => new RouteHistogram('h_seconds', 'help', BOUNDS, registry)).toThrow(
-      /already been registered/,
-    );
   });
 });
