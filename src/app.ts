@@ -13,13 +13,14 @@ import { type CredentialRules, consumerOf, credentialGate } from './gates/creden
 import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
 import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
-import { requestLog } from './observability/request-log.ts';
+import { createRequestLog } from './observability/request-log.ts';
 import { createBufferBudget } from './proxy/buffer-budget.ts';
 import { REJECTION_RETRY_AFTER, type RejectionReason, ShimError } from './proxy/errors.ts';
-import { createExchangeState, type ExchangeState, stateOf } from './proxy/exchange.ts';
+import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
 import { sendError } from './proxy/respond.ts';
+import { headerValue } from './proxy/response-writer.ts';
 import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
@@ -93,9 +94,9 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
-  const responseHeaders = (state: ExchangeState, upstream: IncomingMessage['headers'] | undefined) => {
+  const responseHeaders = (state: ExchangeState, upstream: IncomingMessage | undefined) => {
     const out: string[] = [];
-    if (upstream) serviceVersion.observe(upstream[serviceVersionHeader]);
+    if (upstream) serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
     else {
       if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
       if (varyHeader !== undefined) out.push('Vary', varyHeader);
@@ -120,14 +121,33 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   });
 
   const credentialRules: CredentialRules = { cookies: config.authCookies, apiKeyHeader: config.apiKeyHeader };
-  const start: RequestHandler = (req, res, next) => {
+  /** SPEC §3, in order: hygiene, preflights and public paths, client version, credentials. */
+  const gates: readonly Gate[] = [
+    hygieneGate,
+    publicPathGate(config.publicPaths),
+    clientVersionGate({
+      header: config.clientVersionHeader.toLowerCase(),
+      headerDisplayName: config.clientVersionHeader,
+      minimum: config.minClientVersion,
+    }),
+    credentialGate(credentialRules),
+  ];
+  const trackRequest = createRequestLog(logger);
+
+  /**
+   * The exchange state, its metrics and log line at the end, the gates and the plugins' hooks, in one
+   * Express layer: every layer costs the router a dispatch per request. A gate's ShimError goes to
+   * {@link onError}, as it would from a layer of its own.
+   */
+  const admit: RequestHandler = (req, res, next) => {
     const state = createExchangeState(req, performance.now());
     res.locals.shim = state;
-    res.once('finish', () => {
+    trackRequest(req, res, state.startedAt, () => {
       // Labelled at the end: only an upstream 2xx/3xx teaches a route class, within per-consumer bounds
       // (RouteLabels in observability/metrics.ts).
+      state.shape ??= routeShape(state.exchange.path);
       state.route = metrics.routes.label(
-        routeShape(state.exchange.path),
+        state.shape,
         { status: res.statusCode, rejected: state.rejection !== undefined },
         () => consumerOf(req, credentialRules),
       );
@@ -135,11 +155,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
       metrics.duration.observe({ route: state.route }, (performance.now() - state.startedAt) / 1000);
     });
-    next();
-  };
-
-  const applyPlugins: RequestHandler = (req, res, next) => {
-    const state = stateOf(res);
+    for (const gate of gates) gate(req, state);
     for (const plugin of plugins) {
       const hooks = plugin.onRequest(state.exchange, req);
       if (hooks) state.hooks.push(hooks);
@@ -174,19 +190,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use(start);
-  app.use(requestLog(logger));
-  app.use(hygieneGate());
-  app.use(publicPathGate(config.publicPaths));
-  app.use(
-    clientVersionGate({
-      header: config.clientVersionHeader.toLowerCase(),
-      headerDisplayName: config.clientVersionHeader,
-      minimum: config.minClientVersion,
-    }),
-  );
-  app.use(credentialGate(credentialRules));
-  app.use(applyPlugins);
+  app.use(admit);
   app.use(forwarder.handler);
   app.use(onError);
   const onServerRejection = (reason: ParserRejection, status: number) => {

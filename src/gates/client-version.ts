@@ -1,10 +1,9 @@
 /**
  * The client-version gate (service document part 9; SPEC §3 step 4).
  */
-import type { RequestHandler } from 'express';
 import { lt, parse, type SemVer } from 'semver';
 import { ShimError } from '../proxy/errors.ts';
-import { stateOf } from '../proxy/exchange.ts';
+import type { Gate } from '../proxy/exchange.ts';
 
 /** Python's PEP 440 dev release form `X.Y.Z.devN`, read as SemVer `X.Y.Z-dev.N`. */
 const PYTHON_DEV = /^(\d+\.\d+\.\d+)\.dev(\d+)$/;
@@ -46,14 +45,33 @@ export interface ClientVersionRules {
 }
 
 /**
- * Express middleware: 426 for a missing, malformed or too old client version; stores the parsed
- * version on the exchange.
+ * Valid versions a gate remembers, parsed: a fleet sends a few dozen distinct ones. When full, the
+ * memory starts over (a client cycling through made-up versions costs what parsing costs, no memory).
  */
-export function clientVersionGate(rules: ClientVersionRules): RequestHandler {
-  return (req, res, next) => {
-    const state = stateOf(res);
-    if (state.unchecked) return next();
-    const version = parseClientVersion(req.headers[rules.header]);
+export const KNOWN_VERSIONS_LIMIT = 256;
+
+/**
+ * The client-version gate: stores the parsed version on the exchange; skipped for unchecked requests.
+ * A version seen before is not parsed again (at most {@link KNOWN_VERSIONS_LIMIT} remembered, valid
+ * ones only): the same header value gives the same, never mutated, `SemVer`.
+ * @throws {ShimError} `version` (426) for a missing, malformed or too old client version.
+ */
+export function clientVersionGate(rules: ClientVersionRules): Gate {
+  const known = new Map<string, SemVer>();
+  const parseKnown = (value: string | string[] | undefined): SemVer | undefined => {
+    if (typeof value !== 'string') return parseClientVersion(value);
+    let version = known.get(value);
+    if (version === undefined) {
+      version = parseClientVersion(value);
+      if (version === undefined) return undefined;
+      if (known.size >= KNOWN_VERSIONS_LIMIT) known.clear();
+      known.set(value, version);
+    }
+    return version;
+  };
+  return (req, state) => {
+    if (state.unchecked) return;
+    const version = parseKnown(req.headers[rules.header]);
     if (!version) {
       throw new ShimError(
         'version',
@@ -67,7 +85,6 @@ export function clientVersionGate(rules: ClientVersionRules): RequestHandler {
       );
     }
     state.exchange.clientVersion = version;
-    next();
   };
 }
 

@@ -4,9 +4,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { parse as parseCookie } from 'cookie';
-import type { RequestHandler } from 'express';
 import { ShimError } from '../proxy/errors.ts';
-import { stateOf } from '../proxy/exchange.ts';
+import type { Gate } from '../proxy/exchange.ts';
 
 /** Where credentials may come from. */
 export interface CredentialRules {
@@ -96,15 +95,16 @@ export function consumerOf(
   return values.every((v) => v.trim() === '') ? undefined : `cookies:${values.join(';')}`;
 }
 
-/** Express middleware: 401 unless {@link checkCredentials} admits the request. */
-export function credentialGate(rules: CredentialRules): RequestHandler {
-  return (req, res, next) => {
-    const state = stateOf(res);
-    if (state.unchecked) return next();
+/**
+ * The credential gate: records which credential admitted the request; skipped for unchecked requests.
+ * @throws {ShimError} `credentials` (401) unless {@link checkCredentials} admits the request.
+ */
+export function credentialGate(rules: CredentialRules): Gate {
+  return (req, state) => {
+    if (state.unchecked) return;
     const cookies = () => parseCookies(req.headers.cookie);
     const verdict = checkCredentials(req, cookies, rules);
     if (typeof verdict === 'object') throw new ShimError('credentials', verdict.problem);
     state.exchange.logFields.credential = verdict;
-    next();
   };
 }

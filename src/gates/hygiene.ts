@@ -3,8 +3,8 @@
  * could read differently, before anything else looks at the request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RequestHandler } from 'express';
 import { ShimError } from '../proxy/errors.ts';
+import type { Gate } from '../proxy/exchange.ts';
 
 /** Percent-encodings that must never appear in a path: `/`, `\`, NUL. */
 const FORBIDDEN_ENCODING = /%(?:2f|5c|00)/i;
@@ -120,10 +120,10 @@ export function assertHygiene(
   if (problem) throw new ShimError('hygiene', problem);
 }
 
-/** Express middleware for {@link assertHygiene}; passes a {@link ShimError} to the error handler. */
-export function hygieneGate(): RequestHandler {
-  return (req, _res, next) => {
-    assertHygiene(req.url, req.headers, req.rawHeaders);
-    next();
-  };
-}
+/**
+ * The hygiene gate: {@link assertHygiene} on the raw request target, headers and raw headers.
+ * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
+ */
+export const hygieneGate: Gate = (req) => {
+  assertHygiene(req.url ?? '', req.headers, req.rawHeaders);
+};

@@ -3,8 +3,7 @@
  * version and credential gates.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RequestHandler } from 'express';
-import { stateOf } from '../proxy/exchange.ts';
+import type { Gate } from '../proxy/exchange.ts';
 
 /** Public path rules as read from `PUBLIC_PATHS`. */
 export interface PublicPaths {
@@ -56,15 +55,13 @@ export function isPreflight(method: string, headers: IncomingHttpHeaders): boole
 }
 
 /**
- * Express middleware marking preflights and public paths as unchecked: the version and credential
- * gates let them pass (SPEC §3 steps 2–3).
+ * The gate marking preflights and public paths as unchecked: the version and credential gates let
+ * them pass (SPEC §3 steps 2–3). Never throws.
  */
-export function publicPathGate(rules: PublicPaths): RequestHandler {
+export function publicPathGate(rules: PublicPaths): Gate {
   const isPublic = publicPathMatcher(rules);
-  return (req, res, next) => {
-    const state = stateOf(res);
+  return (req, state) => {
     if (isPreflight(state.exchange.method, req.headers)) state.unchecked = 'preflight';
     else if (isPublic(state.exchange.path)) state.unchecked = 'public';
-    next();
   };
 }

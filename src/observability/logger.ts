@@ -32,13 +32,101 @@ export function createLogger(
   extraRedactions: readonly string[] = [],
   destination?: DestinationStream,
 ): Logger {
+  const paths = [...REDACTED_PATHS, ...extraRedactions];
   const options = {
     level,
     base: { service: 'compat-shim' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: [...REDACTED_PATHS, ...extraRedactions], censor: '[redacted]' },
+    timestamp: isoTimePerSecond(),
+    redact: { paths, censor: '[redacted]' },
   };
-  return pino(options, destination ?? stdoutPerTurn());
+  const logger = pino(options, destination ?? stdoutPerTurn());
+  redactionOf.set(logger, paths);
+  return logger;
+}
+
+/** The redaction paths of each logger made by {@link createLogger}. */
+const redactionOf = new WeakMap<Logger, readonly string[]>();
+
+/**
+ * For lines a caller builds itself (the request log): picks, per line, a logger that writes exactly
+ * what `logger` would. When no redaction path can reach into the line (checked on its first two
+ * levels: a path's first segment is a key of the line and, for a longer path, its second segment a key
+ * of that value, or a wildcard), that is a child of `logger` without redaction: pino copies every
+ * object under a redacted key (`req`, `res`) and walks every path for each line, about 3% of the
+ * shim's CPU per request on the pass-through path (bench/profile.ts), to censor what the request log
+ * never writes. Otherwise, and for a logger {@link createLogger} did not make, `logger` itself.
+ * @param logger A logger from {@link createLogger}.
+ * @returns `(line) => Logger`, pure and cheap (a few property checks per line).
+ * @example
+ * const pick = loggerForLine(logger);
+ * pick({ req: { method: 'GET', path: '/x' } }).info(line, 'request completed'); // no redaction pass
+ * pick({ req: { headers: {} } }); // → logger (req.headers.cookie could be in it)
+ */
+export function loggerForLine(logger: Logger): (line: Readonly<Record<string, unknown>>) => Logger {
+  const paths = redactionOf.get(logger);
+  const reach = paths === undefined ? undefined : redactionReach(paths);
+  if (reach === undefined) return () => logger;
+  const plain = logger.child({}, { redact: [] });
+  const roots = Object.entries(reach);
+  return (line) => {
+    for (const [root, inner] of roots) {
+      if (!Object.hasOwn(line, root)) continue;
+      if (inner === true) return logger;
+      const value = line[root];
+      if (typeof value !== 'object' || value === null) continue;
+      for (const second of inner) if (second in value) return logger;
+    }
+    return plain;
+  };
+}
+
+/**
+ * The first two levels of redaction paths: first segment → `true` (the whole value is censored, or
+ * any key below it may be) or the second segments below it. `undefined` when a path starts with a
+ * wildcard (any line may be redacted). Paths use pino's syntax: `a.b`, `a["b-c"]`, `a.*`.
+ */
+function redactionReach(paths: readonly string[]): Record<string, true | string[]> | undefined {
+  const reach: Record<string, true | string[]> = Object.create(null);
+  for (const path of paths) {
+    const segments = [...path.matchAll(/[^.[\]]+|\[([^[\]]*?)\]/g)].map((m) =>
+      m[1] === undefined ? (m[0] as string) : m[1].replace(/^(["'`])(.*)\1$/, '$2'),
+    );
+    const [first, second] = segments;
+    if (first === undefined || first === '*') return undefined;
+    const known = reach[first];
+    if (second === undefined || second === '*') reach[first] = true;
+    else if (known === undefined) reach[first] = [second];
+    else if (known !== true) known.push(second);
+  }
+  return reach;
+}
+
+/**
+ * pino's ISO timestamp (`,"time":"2026-11-23T21:05:53.123Z"`, as `pino.stdTimeFunctions.isoTime`
+ * writes it), with `Date#toISOString` called once per second: the text up to the seconds is kept and
+ * the milliseconds appended. `toISOString` per line was about 2% of the shim's CPU per request on the
+ * pass-through path (bench/profile.ts). Same text as formatting every time; a clock that is not an
+ * integer number of ms is formatted in full (and a NaN throws `RangeError`, as pino's does).
+ * @param now The clock, ms since the epoch (default `Date.now`; tests pass a fake one).
+ * @returns A pino `timestamp` function.
+ * @example
+ * isoTimePerSecond(() => 1)() // → ',"time":"1970-01-01T00:00:00.001Z"'
+ */
+export function isoTimePerSecond(now: () => number = Date.now): () => string {
+  let second = Number.NaN;
+  let prefix = '';
+  return () => {
+    const ms = now();
+    if (!Number.isInteger(ms)) return `,"time":"${new Date(ms).toISOString()}"`;
+    const s = Math.floor(ms / 1000);
+    if (s !== second) {
+      const iso = new Date(s * 1000).toISOString(); // always ends in `.000Z`
+      second = s;
+      prefix = `,"time":"${iso.slice(0, -4)}`;
+    }
+    const milli = ms - s * 1000;
+    return `${prefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z"`;
+  };
 }
 
 /** Bytes buffered within one event-loop turn before they are written at once (below sonic-boom's 16 KiB `maxWrite`). */

@@ -109,9 +109,16 @@ const ID_SEGMENT =
  * @param path Raw path without query.
  */
 export function routeShape(path: string): string {
-  const segments = path.toLowerCase().split('/', 5).slice(1, 4);
+  // The segments after the first three slashes' starts, as `path.split('/').slice(1, 4)` would give
+  // them, read in place: no array, no lower-casing of the whole path (once per request, bench/profile.ts).
   let out = '';
-  for (const s of segments) if (s !== '') out += `/${ID_SEGMENT.test(s) ? ':id' : s}`;
+  let slash = path.indexOf('/');
+  for (let n = 0; n < 3 && slash !== -1; n++) {
+    const next = path.indexOf('/', slash + 1);
+    const segment = path.slice(slash + 1, next === -1 ? path.length : next).toLowerCase();
+    if (segment !== '') out += `/${ID_SEGMENT.test(segment) ? ':id' : segment}`;
+    slash = next;
+  }
   return out === '' ? '/' : out;
 }
 

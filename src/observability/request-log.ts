@@ -1,7 +1,9 @@
 /**
  * One log line per request (SPEC §8): method, path, status, duration, client version, the fields
  * plugins added (e.g. aliases used). Headers, cookies and the query are never serialized, so no
- * credential can reach the log; the logger's redaction is a second line of defence.
+ * credential can reach the log; the logger's redaction is a second line of defence, and it runs for
+ * every line a redaction path can reach into (`loggerForLine`: a plugin's log field named `headers` or
+ * `cookies`); the request log's own `req` and `res` objects hold no such key.
  *
  * Written with the process logger itself when the response finishes (or its connection closes first):
  * one `logger.info` call and no per-request child logger. pino-http did the same job for about 50 µs of
@@ -13,33 +15,57 @@ import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { stateOf } from '../proxy/exchange.ts';
+import { loggerForLine } from './logger.ts';
 
 /**
- * Creates the request-log middleware. It must run after the exchange is created.
+ * Creates the request log: a function to call once per request on its arrival. It numbers the request
+ * and writes its line when the response finishes or its connection closes first, whichever comes first,
+ * once. The shim's pipeline calls it from its first middleware (app.ts), with the exchange's metrics
+ * as `onFinish`, so that one pair of listeners serves both.
  *
  * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), clientVersion, route,
  * rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
  * 5xx status). `aborted: true` marks a connection that closed before its response ended.
  * @param logger The process logger.
+ * @returns `(req, res, arrived, onFinish?)`: `arrived` is `performance.now()` at arrival, in ms;
+ *   `onFinish` runs when the response finished, just before its line is written (not for an abort).
+ */
+export function createRequestLog(
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse, arrived: number, onFinish?: () => void) => void {
+  const pick = loggerForLine(logger);
+  let counter = 0;
+  return (req, res, arrived, onFinish) => {
+    const reqId = ++counter;
+    const finished = () => {
+      res.off('close', closed);
+      onFinish?.();
+      writeLine(pick, reqId, arrived, req, res);
+    };
+    const closed = () => {
+      res.off('finish', finished);
+      writeLine(pick, reqId, arrived, req, res);
+    };
+    res.on('finish', finished);
+    res.on('close', closed);
+  };
+}
+
+/**
+ * The request log as an Express middleware of its own ({@link createRequestLog}), for a pipeline whose
+ * first middleware created the exchange state but does not call the request log itself.
+ * @param logger The process logger.
  */
 export function requestLog(logger: Logger): RequestHandler {
-  let counter = 0;
+  const track = createRequestLog(logger);
   return (req, res, next) => {
-    const reqId = ++counter;
-    const arrived = stateOf(res)?.startedAt ?? performance.now();
-    const done = () => {
-      res.off('finish', done);
-      res.off('close', done);
-      writeLine(logger, reqId, arrived, req, res);
-    };
-    res.on('finish', done);
-    res.on('close', done);
+    track(req, res, stateOf(res)?.startedAt ?? performance.now());
     next();
   };
 }
 
 function writeLine(
-  logger: Logger,
+  pick: (line: Record<string, unknown>) => Logger,
   reqId: number,
   arrived: number,
   req: IncomingMessage,
@@ -60,6 +86,7 @@ function writeLine(
     Object.assign(line, state.exchange.logFields);
   }
   if (!res.writableFinished) line.aborted = true;
+  const logger = pick(line);
   if (status >= 500) logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
 }

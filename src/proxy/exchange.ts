@@ -12,6 +12,11 @@ export interface ExchangeState {
   readonly startedAt: number;
   /** Bounded route class for metrics and the log line; set when the response finishes. */
   route: string;
+  /**
+   * The path's route shape (`routeShape` in observability/metrics.ts), computed once when first needed
+   * (upstream duration, then the request metrics); `undefined` until then.
+   */
+  shape: string | undefined;
   /** Set by the preflight and public-path gates: skip the version and credential gates. */
   unchecked: 'preflight' | 'public' | undefined;
   /** Hooks the plugins returned for this request. */
@@ -46,6 +51,7 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
     exchange,
     startedAt,
     route: 'unknown',
+    shape: undefined,
     unchecked: undefined,
     hooks: [],
     forwardBody: undefined,
@@ -54,6 +60,13 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
     upstreamStartedAt: 0,
   };
 }
+
+/**
+ * One admission step (SPEC §3): reads the request, records what it learned on the exchange state, or
+ * throws a `ShimError` that the pipeline's error handler answers. Synchronous; the composition root
+ * (app.ts) runs the gates in order inside one Express layer.
+ */
+export type Gate = (req: IncomingMessage, state: ExchangeState) => void;
 
 /** The state of a request, as stored by the first middleware. */
 export function stateOf(res: ServerResponse): ExchangeState {

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { type CoreMetrics, routeClass, type UpstreamErrorKind } from '../observability/metrics.ts';
+import { type CoreMetrics, routeShape, type UpstreamErrorKind } from '../observability/metrics.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
@@ -24,7 +24,7 @@ import { buildUpstreamHeaders, hasRequestBody, upstreamTarget } from './outgoing
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, PatchStream, pumpPatch } from './response-patch.ts';
-import { ClientSink, responseHead } from './response-writer.ts';
+import { ClientSink, headerValue, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import { decideUpstreamFailure, IDEMPOTENT_METHODS, UPSTREAM_MESSAGES } from './upstream-error.ts';
@@ -55,9 +55,10 @@ export interface ForwarderOptions {
   logger: Logger;
   /**
    * Headers to add to every response of an exchange (upstream's or shim-made), computed when the
-   * response starts; `upstreamHeaders` is `undefined` for shim-made responses.
+   * response starts; `upstream` is the upstream's response, `undefined` for shim-made responses (read
+   * its headers with `headerValue`, response-writer.ts: a pass-through never builds `upstream.headers`).
    */
-  responseHeaders(state: ExchangeState, upstreamHeaders: IncomingHttpHeaders | undefined): string[];
+  responseHeaders(state: ExchangeState, upstream: IncomingMessage | undefined): string[];
 }
 
 /** The forwarder: an Express handler plus its upstream connection pool. */
@@ -69,6 +70,8 @@ export interface Forwarder {
 
 /** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);
+
+const noop = (): void => {};
 
 /** Error code the shim gives its own upstream timeout. */
 const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
@@ -110,7 +113,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     let attempt = 0;
     let clientGone = false;
     let current: ClientRequest | undefined;
-    res.once('close', () => {
+    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
+    res.on('close', () => {
       if (res.writableFinished) return;
       clientGone = true;
       current?.destroy();
@@ -138,10 +142,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       // Idle socket in any phase (upload, waiting, download) …
       upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
       // … and no response headers within the timeout once the request is fully sent.
-      upstreamReq.once('finish', () => {
+      upstreamReq.on('finish', () => {
         if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
       });
-      upstreamReq.once('close', () => clearTimeout(headerTimer));
+      upstreamReq.on('close', () => clearTimeout(headerTimer));
 
       /** A failure of this attempt, before or after the upstream's head. */
       const fail = (err: NodeJS.ErrnoException) => {
@@ -171,12 +175,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       };
       upstreamReq.on('error', fail);
 
-      upstreamReq.once('response', (upstreamRes: IncomingMessage) => {
+      upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
         headReceived = true;
         clearTimeout(headerTimer);
         release();
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
-        upstreamRes.once('close', () => {
+        upstreamRes.on('close', () => {
           if (!upstreamRes.complete)
             fail(Object.assign(new Error('upstream response cut short'), { code: 'ECONNRESET' }));
         });
@@ -230,8 +234,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     fail: (err: NodeJS.ErrnoException) => void,
   ) => {
     const status = upstreamRes.statusCode ?? 502;
+    state.shape ??= routeShape(state.exchange.path);
     metrics.upstreamDuration.observe(
-      { route: routeClass(state.exchange.path, status !== 404) },
+      { route: state.shape },
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
     let patches: ResponsePatch[] | undefined;
@@ -243,11 +248,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
     }
     // After onResponse: plugins may append response headers there.
-    const extra = options.responseHeaders(state, upstreamRes.headers);
+    const extra = options.responseHeaders(state, upstreamRes);
+    // Only what this response uses: the ETag is weakened for a patch, Vary merged when configured.
     const upstreamHead = {
       rawHeaders: upstreamRes.rawHeaders,
-      etag: upstreamRes.headers.etag,
-      vary: upstreamRes.headers.vary,
+      etag: patches === undefined ? undefined : (headerValue(upstreamRes, 'etag') as string | undefined),
+      vary: varyHeader === undefined ? undefined : (headerValue(upstreamRes, 'vary') as string | undefined),
     };
     const message = upstreamRes.statusMessage;
 
@@ -309,13 +315,65 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     });
   };
 
-  const handler: RequestHandler = async (req, res) => {
+  /** Builds the upstream request's head and forwards the exchange. */
+  const dispatch = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: ExchangeState,
+    url: string,
+    body: Buffer | 'stream' | undefined,
+    dropRange: boolean,
+    reservation: Reservation | undefined,
+  ): void => {
+    const { headers } = buildUpstreamHeaders(
+      {
+        headers: req.headers,
+        remoteAddress: req.socket.remoteAddress,
+        encrypted: (req.socket as Socket & { encrypted?: boolean }).encrypted === true,
+      },
+      { rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined, dropRange },
+    );
+    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
+    const release = reservation === undefined ? noop : () => reservation.release();
+    forward(req, res, state, upstreamTarget(pathPrefix, url), headers, body, replayable, release);
+  };
+
+  /** Buffers and rewrites the request body (budgeted, timed), then forwards; rejects with its ShimError. */
+  const rewriteThenDispatch = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: ExchangeState,
+    url: string,
+    rewrites: ExchangeHooks[],
+    dropRange: boolean,
+  ): Promise<void> => {
+    const held = new Reservation(budget);
+    res.once('close', () => held.release());
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(),
+      Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
+    );
+    let body: Buffer;
+    try {
+      body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
+        reservation: held,
+        signal: controller.signal,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    state.forwardBody = body;
+    dispatch(req, res, state, url, body, dropRange, held);
+  };
+
+  // Synchronous unless a body must be rewritten: a pass-through costs no promise and no microtask.
+  const handler: RequestHandler = (req, res, next) => {
     const state = stateOf(res);
     const { exchange } = state;
     let url = req.url ?? '/';
-    let body: Buffer | 'stream' | undefined = hasRequestBody(req.headers) ? 'stream' : undefined;
+    const body: 'stream' | undefined = hasRequestBody(req.headers) ? 'stream' : undefined;
     let dropRange = false;
-    let reservation: Reservation | undefined;
     if (state.hooks.length > 0) {
       let query = exchange.rawQuery;
       let rewrites: ExchangeHooks[] | undefined;
@@ -329,37 +387,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       if (query !== exchange.rawQuery) url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       if (rewrites !== undefined && body === 'stream') {
-        const held = new Reservation(budget);
-        reservation = held;
-        res.once('close', () => held.release());
-        const controller = new AbortController();
-        const timer = setTimeout(
-          () => controller.abort(),
-          Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
-        );
-        try {
-          body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
-            reservation: held,
-            signal: controller.signal,
-          });
-        } finally {
-          clearTimeout(timer);
-        }
-        state.forwardBody = body;
+        rewriteThenDispatch(req, res, state, url, rewrites, dropRange).catch(next);
+        return;
       }
     }
-    const { headers } = buildUpstreamHeaders(
-      {
-        headers: req.headers,
-        remoteAddress: req.socket.remoteAddress,
-        encrypted: (req.socket as Socket & { encrypted?: boolean }).encrypted === true,
-      },
-      { rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined, dropRange },
-    );
-    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
-    forward(req, res, state, upstreamTarget(pathPrefix, url), headers, body, replayable, () =>
-      reservation?.release(),
-    );
+    dispatch(req, res, state, url, body, dropRange, undefined);
   };
 
   return { handler, agent };

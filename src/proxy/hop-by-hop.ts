@@ -21,7 +21,8 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
  * @param connection The header value(s), e.g. `keep-alive, X-Foo`.
  */
 export function connectionTokens(connection: string | string[] | undefined): string[] {
-  if (connection === undefined) return [];
+  // The common values name nothing: no splitting (an upstream sends `keep-alive` on every response).
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return [];
   const text = Array.isArray(connection) ? connection.join(',') : connection;
   const out: string[] = [];
   for (const t of text.split(',')) {
@@ -41,9 +42,13 @@ export function connectionTokens(connection: string | string[] | undefined): str
 export function endToEndRawHeaders(rawHeaders: readonly string[], drop?: ReadonlySet<string>): string[] {
   let listed: Set<string> | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() === 'connection') {
-      listed ??= new Set();
-      for (const t of connectionTokens(rawHeaders[i + 1])) listed.add(t);
+    const name = rawHeaders[i] as string;
+    if (name.length === 10 && name.toLowerCase() === 'connection') {
+      // Usually `keep-alive` alone, which names nothing to drop.
+      for (const t of connectionTokens(rawHeaders[i + 1])) {
+        listed ??= new Set();
+        listed.add(t);
+      }
     }
   }
   const out: string[] = [];

@@ -8,11 +8,12 @@ import { describe, expect, it } from 'vitest';
 import {
   clientVersionGate,
   isBelow,
+  KNOWN_VERSIONS_LIMIT,
   outdatedClientWarning,
   parseClientVersion,
 } from '../../../src/gates/client-version.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import { createExchangeState, type ExchangeState } from '../../../src/proxy/exchange.ts';
+import { createExchangeState, type ExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
 import { anyCodePoint } from '../../fuzz/code-points.ts';
 
 const v = (text: string): SemVer => {
@@ -222,9 +223,8 @@ describe('clientVersionGate', () => {
     let nextCalled = false;
     let error: unknown;
     try {
-      gate(req as never, res as never, () => {
-        nextCalled = true;
-      });
+      gate(req, stateOf(res));
+      nextCalled = true;
     } catch (err) {
       error = err;
     }
@@ -265,4 +265,27 @@ describe('clientVersionGate', () => {
       expect(state.exchange.clientVersion).toBeUndefined();
     },
   );
+
+  it('parses a version seen before once, and still judges every request', () => {
+    const gate = clientVersionGate({
+      header: 'service-client-version',
+      headerDisplayName: 'Service-Client-Version',
+      minimum: v('0.50.0'),
+    });
+    const admit = (value: string) => {
+      const req = { url: '/', method: 'GET', headers: { 'service-client-version': value } };
+      const state = createExchangeState(req as unknown as IncomingMessage, 0);
+      gate(req as unknown as IncomingMessage, state);
+      return state.exchange.clientVersion;
+    };
+    const first = admit('0.59.0');
+    expect(admit('0.59.0')).toBe(first);
+    expect(first?.version).toBe('0.59.0');
+    expect(() => admit('0.49.0')).toThrow(ShimError);
+    expect(() => admit('0.49.0')).toThrow(ShimError);
+    expect(() => admit('nope')).toThrow(ShimError);
+    // More distinct versions than it remembers: each still parsed and judged correctly.
+    for (let i = 0; i < KNOWN_VERSIONS_LIMIT + 10; i++) expect(admit(`1.${i}.0`)?.version).toBe(`1.${i}.0`);
+    expect(admit('0.59.0')?.version).toBe('0.59.0');
+  });
 });

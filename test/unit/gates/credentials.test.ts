@@ -13,7 +13,7 @@ import {
   parseCookies,
 } from '../../../src/gates/credentials.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import { createExchangeState, type ExchangeState } from '../../../src/proxy/exchange.ts';
+import { createExchangeState, type ExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
 
 const DEFAULT_RULES: CredentialRules = { cookies: ['authtoken', 'refreshtoken'], apiKeyHeader: 'x-api-key' };
 
@@ -227,9 +227,8 @@ describe('credentialGate', () => {
     let nextCalled = false;
     let error: unknown;
     try {
-      credentialGate(DEFAULT_RULES)(req as never, res as never, () => {
-        nextCalled = true;
-      });
+      credentialGate(DEFAULT_RULES)(req, stateOf(res));
+      nextCalled = true;
     } catch (err) {
       error = err;
     }

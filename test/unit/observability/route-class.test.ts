@@ -3,6 +3,7 @@
  * issue 10: labels no client can exhaust).
  */
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   mayLearnRoute,
@@ -33,6 +34,29 @@ describe('routeShape', () => {
     ['/v2', '/v2'],
   ])('%j → %j', (path, cls) => {
     expect(routeShape(path)).toBe(cls);
+  });
+
+  it('reads the same segments as splitting the lower-cased path (the earlier implementation)', () => {
+    const ID =
+      /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+|[0-9a-f]{16,}|[^/]{33,})$/i;
+    const bySplit = (path: string) => {
+      let out = '';
+      for (const s of path.toLowerCase().split('/', 5).slice(1, 4))
+        if (s !== '') out += `/${ID.test(s) ? ':id' : s}`;
+      return out === '' ? '/' : out;
+    };
+    const char = fc.constantFrom('/', '/', 'a', 'F', '0', '9', '-', '.', '%', 'x', 'É', 'ß', 'İ', ' ');
+    const uuid = fc.uuid().map((u) => `/${u}`);
+    const path = fc.array(fc.oneof(char, char, uuid, fc.constant('/0123456789abcdefABCDEF')), {
+      maxLength: 40,
+    });
+    fc.assert(
+      fc.property(path, (parts) => {
+        const p = parts.join('');
+        expect(routeShape(p)).toBe(bySplit(p));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('gives a thousand distinct UUID paths one class', () => {

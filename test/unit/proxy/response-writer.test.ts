@@ -3,9 +3,15 @@
  * response head for streamed and patched bodies, Vary merging, and the head-on-first-byte sink.
  */
 import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { ClientSink, mergeVary, responseHead, weakEtag } from '../../../src/proxy/response-writer.ts';
+import {
+  ClientSink,
+  headerValue,
+  mergeVary,
+  responseHead,
+  weakEtag,
+} from '../../../src/proxy/response-writer.ts';
 
 describe('mergeVary', () => {
   it.each<[string | undefined, string]>([
@@ -181,5 +187,32 @@ describe('ClientSink', () => {
     res.destroyed = true;
     res.emit('close');
     expect(await failed).toBeInstanceOf(Error);
+  });
+});
+
+describe('headerValue', () => {
+  /** A received message as Node's parser fills it: rawHeaders, and the lazily built headers from them. */
+  function received(rawHeaders: string[]): IncomingMessage {
+    const message = new IncomingMessage(undefined as never); // no socket: only the header views are read
+    message.rawHeaders = rawHeaders;
+    (message as unknown as { _addHeaderLines(h: string[], n: number): void })._addHeaderLines(
+      rawHeaders,
+      rawHeaders.length,
+    );
+    return message;
+  }
+
+  it.each<[string, string[]]>([
+    ['vary', ['Content-Type', 'a', 'Vary', 'Accept-Encoding']],
+    ['vary', ['Vary', 'Accept-Encoding', 'vary', 'Origin']],
+    ['etag', ['ETag', '"a"', 'etag', '"b"']],
+    ['etag', []],
+    ['service-version', ['Service-Version', '1.2.3']],
+    ['service-version', ['Service-Version', '1.2.3', 'SERVICE-VERSION', '1.2.4']],
+    ['set-cookie', ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']],
+    ['set-cookie', ['Set-Cookie', 'a=1']],
+    ['x', ['X', '', 'Y', 'z']],
+  ])('%s in %j is what message.headers has', (name, raw) => {
+    expect(headerValue(received(raw), name)).toEqual(received(raw).headers[name]);
   });
 });
