@@ -7,8 +7,8 @@ import { Transform, type TransformCallback } from 'node:stream';
 import type { PatchOutcome, ResponsePatch } from './types.ts';
 
 /**
- * Chains patches: the bytes the first emits are written to the second, and so on; what the last
- * emits goes out. One patch is returned as it is.
+ * Chains patches: what the first returns for a chunk is written to the second, and so on; what the
+ * last returns goes out. One patch is returned as it is.
  * @param patches At least one patch, in plugin order.
  * @returns A patch whose `outcome` is the first `skipped` outcome, else `patched` when any patched,
  *   else `unchanged`.
@@ -17,15 +17,28 @@ import type { PatchOutcome, ResponsePatch } from './types.ts';
 export function chainPatches(patches: readonly ResponsePatch[]): ResponsePatch {
   if (patches.length === 0) throw new RangeError('chainPatches needs at least one patch');
   if (patches.length === 1) return patches[0] as ResponsePatch;
+  const feed = (from: number, chunk: Buffer): Buffer => {
+    let bytes = chunk;
+    for (let i = from; i < patches.length && bytes.length > 0; i++)
+      bytes = (patches[i] as ResponsePatch).write(bytes);
+    return bytes;
+  };
   return {
-    write(chunk, emit) {
-      feed(patches, 0, chunk, emit);
+    write(chunk) {
+      return feed(0, chunk);
     },
-    end(emit) {
+    end() {
+      // What each patch still held goes through the patches after it, before they end in turn.
+      const out: Buffer[] = [];
       for (let i = 0; i < patches.length; i++) {
-        const next = (bytes: Buffer) => feed(patches, i + 1, bytes, emit);
-        (patches[i] as ResponsePatch).end(i === patches.length - 1 ? emit : next);
+        const bytes = feed(i + 1, (patches[i] as ResponsePatch).end());
+        if (bytes.length > 0) out.push(bytes);
       }
+      return out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out);
+    },
+    recycle(bytes) {
+      // Only what the last patch returned reaches the caller; earlier outputs may be held by later patches.
+      (patches[patches.length - 1] as ResponsePatch).recycle?.(bytes);
     },
     destroy() {
       for (const p of patches) p.destroy();
@@ -34,14 +47,6 @@ export function chainPatches(patches: readonly ResponsePatch[]): ResponsePatch {
       return combinedOutcome(patches.map((p) => p.outcome));
     },
   };
-}
-
-function feed(patches: readonly ResponsePatch[], i: number, chunk: Buffer, emit: (b: Buffer) => void): void {
-  if (i === patches.length) {
-    emit(chunk);
-    return;
-  }
-  (patches[i] as ResponsePatch).write(chunk, (bytes) => feed(patches, i + 1, bytes, emit));
 }
 
 /**
@@ -63,9 +68,6 @@ export function combinedOutcome(outcomes: readonly PatchOutcome[]): PatchOutcome
 export class PatchStream extends Transform {
   readonly patch: ResponsePatch;
   private readonly onEnd: ((outcome: PatchOutcome) => void) | undefined;
-  private readonly out = (bytes: Buffer): void => {
-    if (bytes.length > 0) this.push(bytes);
-  };
 
   /**
    * @param patch The (chained) patch of this response.
@@ -79,12 +81,14 @@ export class PatchStream extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
-    this.patch.write(chunk, this.out);
+    const bytes = this.patch.write(chunk);
+    if (bytes.length > 0) this.push(bytes);
     callback();
   }
 
   override _flush(callback: TransformCallback): void {
-    this.patch.end(this.out);
+    const bytes = this.patch.end();
+    if (bytes.length > 0) this.push(bytes);
     this.onEnd?.(this.patch.outcome);
     callback();
   }
@@ -97,7 +101,8 @@ export class PatchStream extends Transform {
 
 /** What {@link pumpPatch} writes to: the client's response (a `ServerResponse` in the shim). */
 export interface PatchTarget {
-  write(chunk: Buffer): boolean;
+  /** Queues `chunk`; `callback` runs once the socket has written it (with an error if it could not). */
+  write(chunk: Buffer, callback?: (err?: Error | null) => void): boolean;
   end(): void;
   once(event: 'drain' | 'close', listener: () => void): unknown;
   readonly headersSent: boolean;
@@ -117,11 +122,11 @@ export interface PatchSource {
 
 /**
  * Patches an uncoded response body from `source` to `target` without a stream pipeline: each
- * upstream chunk goes through `patch.write`, what it emits is written at once (the head just before
- * the first byte, or at the end of an empty body), and a full client buffer pauses the upstream until
- * `drain`. Measured (bench/RESULTS.md): `stream.pipeline` with a Transform and a Writable per patched
- * response cost ~35 % of a patched 1.5 KB GET (Node's pipeline creates and aborts an AbortController,
- * with a DOMException, per call); this does the same work with three listeners.
+ * upstream chunk goes through `patch.write`, and what it returns is written at once as one HTTP chunk
+ * (the head just before the first byte, or at the end of an empty body); a full client buffer pauses
+ * the upstream until `drain`. Measured (bench/RESULTS.md): `stream.pipeline` with a Transform and a
+ * Writable per patched response cost ~35 % of a patched 1.5 KB GET (Node's pipeline creates and aborts
+ * an AbortController, with a DOMException, per call); this does the same work with four listeners.
  *
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
  * @param writeHead Writes the response head; called once, before the first body byte.
@@ -137,40 +142,34 @@ export function pumpPatch(
   onEnd: (outcome: PatchOutcome) => void,
   onError: (err: Error) => void,
 ): void {
-  const resume = (): void => {
-    source.resume();
-  };
-  // What the patch emits for one upstream chunk (a piece per inserted member: ~2 per list item) is
-  // written as one buffer: one HTTP chunk per upstream chunk, not thousands of small writes.
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  const collect = (bytes: Buffer): void => {
-    if (bytes.length === 0) return;
-    pending.push(bytes);
-    pendingBytes += bytes.length;
-  };
-  const flush = (): void => {
-    if (pending.length === 0) return;
-    const bytes = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    if (target.destroyed) return;
+  let resume: (() => void) | undefined;
+  source.on('data', (chunk) => {
+    const bytes = patch.write(chunk);
+    if (bytes.length === 0 || target.destroyed) return;
     if (!target.headersSent) writeHead();
-    if (!target.write(bytes)) {
+    // A buffer of the patch's own goes back to it once written, for its next chunk (not on an error:
+    // then the socket may not be done with it).
+    const written =
+      bytes !== chunk && patch.recycle !== undefined
+        ? target.write(bytes, (err) => {
+            if (!err) patch.recycle?.(bytes);
+          })
+        : target.write(bytes);
+    if (!written) {
       source.pause();
+      // Made on the first full buffer only: most patched responses never need it.
+      resume ??= () => {
+        source.resume();
+      };
       target.once('drain', resume);
     }
-  };
-  source.on('data', (chunk) => {
-    patch.write(chunk, collect);
-    flush();
   });
   source.once('end', () => {
-    patch.end(collect);
-    flush();
+    const bytes = patch.end();
     onEnd(patch.outcome);
     if (target.destroyed) return;
     if (!target.headersSent) writeHead();
+    if (bytes.length > 0) target.write(bytes);
     target.end();
   });
   source.once('error', (err) => {

@@ -61,10 +61,21 @@ export type PatchOutcome =
  * per response (MAX_PATCH_VALUE) and process-wide (the BufferBudget); everything else is emitted at once.
  */
 export interface ResponsePatch {
-  /** Next chunk of the decoded body; calls emit 0..n times with bytes ready to send, in order. Never throws. */
-  write(chunk: Buffer, emit: (bytes: Buffer) => void): void;
-  /** The body ended: emits whatever is still held. Never throws. */
-  end(emit: (bytes: Buffer) => void): void;
+  /**
+   * Next chunk of the decoded body; returns the bytes ready to send for it, in order: the
+   * chunk itself when nothing changes, an empty buffer when everything is held back, or a buffer the
+   * caller may keep (the patch never writes to it again). One buffer per chunk, so that the core writes
+   * one HTTP chunk per upstream chunk. Never throws.
+   */
+  write(chunk: Buffer): Buffer;
+  /** The body ended: returns whatever is still held (usually an empty buffer). Never throws. */
+  end(): Buffer;
+  /**
+   * Optional. The caller no longer references `bytes`, a buffer `write` returned (the socket has
+   * written it: its write callback ran without error), so the patch may write into its memory again.
+   * Never call it for bytes still queued anywhere; a patch ignores buffers that are not its own.
+   */
+  recycle?(bytes: Buffer): void;
   /** The exchange was abandoned mid-body: drop held bytes, release budget reservations. Idempotent. */
   destroy(): void;
   readonly outcome: PatchOutcome;

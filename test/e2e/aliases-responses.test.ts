@@ -6,6 +6,9 @@
  *
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
+
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import {
   brotliCompressSync,
   brotliDecompressSync,
@@ -15,8 +18,10 @@ import {
   inflateSync,
 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateMissionList } from '../../bench/lib/upstream.ts';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { type Reply, send } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -471,4 +476,54 @@ describe('byte fidelity of the patch (raw upstream)', () => {
       }
     },
   );
+});
+
+describe('a slow client (backpressure)', () => {
+  it('gets exactly the patched bytes while the shim reuses the buffers the socket has written', async () => {
+    // ~7 MB of missions (12 MB patched: more than the kernel's socket buffers take) in 6,000-byte HTTP
+    // chunks, all in one reply: a socket read of the shim holds several, so several patched outputs
+    // (~10 KB each: memory of their own, which the patch reuses once written) queue at once.
+    const upstreamBody = Buffer.from(JSON.stringify(generateMissionList(10_000)));
+    const pieces: Buffer[] = [
+      Buffer.from(
+        'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n',
+      ),
+    ];
+    for (let at = 0; at < upstreamBody.length; at += 6000) {
+      const piece = upstreamBody.subarray(at, at + 6000);
+      pieces.push(Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n'));
+    }
+    pieces.push(Buffer.from('0\r\n\r\n'));
+    const wire = Buffer.concat(pieces);
+    const raw = await startRawUpstream((socket, received) => {
+      if (received.includes('\r\n\r\n')) socket.end(wire);
+    });
+    const stack = await startStack({ UPSTREAM_URL: raw.url });
+    const toClient: Socket[] = [];
+    stack.server.on('connection', (socket: Socket) => toClient.push(socket));
+    try {
+      const body = await new Promise<Buffer>((resolve, reject) => {
+        const req = http.get(`${stack.url}/missions`, { headers: LEGACY, agent: false }, (res) => {
+          // Read nothing until the shim's writes to this client queue up behind full socket buffers
+          // (their write callbacks, which give the buffers back to the patch, still pending).
+          res.pause();
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve(Buffer.concat(chunks)));
+          res.on('error', reject);
+          waitFor(() => (toClient[0]?.writableLength ?? 0) >= 16 * 1024, {
+            what: "the shim's writes to the paused client to queue up",
+          }).then(() => res.resume(), reject);
+        });
+        req.on('error', reject);
+      });
+      // Valid JSON first: the oracle's reader assumes it (bytes overwritten in the socket's queue would
+      // most likely break it).
+      expect(() => JSON.parse(body.toString('utf8'))).not.toThrow();
+      expectFaithfulPatch(body, upstreamBody);
+    } finally {
+      await stack.close();
+      await raw.close();
+    }
+  });
 });

@@ -5,7 +5,8 @@
  *
  * Checked: patched responses go out chunked with a weak ETag and every other header (Set-Cookie!)
  * untouched; gzip/deflate/br decoded and re-encoded as streams; bytes leave before the upstream
- * finishes; a slow client pauses the upstream; HEAD/304 carry the patched GET's headers and destroy
+ * finishes; a slow client pauses the upstream; a patch's buffers come back to it (`recycle`) only once
+ * the socket wrote them, so a patch that reuses them at once never changes queued bytes; HEAD/304 carry the patched GET's headers and destroy
  * the patch; an unsupported coding streams untouched and is counted; Range is not forwarded; Vary
  * names the client-version header (merged); a skipped outcome is counted and logged; an upstream that
  * dies mid-body gives a 502 JSON when no byte went out (log, metric, client agree) and an aborted
@@ -24,6 +25,7 @@ import { type CoreMetrics, createMetrics } from '../../src/observability/metrics
 import { createFrontServer } from '../../src/proxy/server.ts';
 import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/proxy/types.ts';
 import { getOutcome, send } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 
 const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
 
@@ -48,18 +50,20 @@ function testPlugin(seen: Seen, skipAfter?: number): ProxyPlugin {
         let outcome: PatchOutcome = { kind: 'unchanged' };
         let bytes = 0;
         return {
-          write(chunk, emit) {
+          write(chunk) {
             bytes += chunk.length;
             if (skipAfter !== undefined && bytes > skipAfter) {
               outcome = { kind: 'skipped', reason: 'value_too_large' };
-              return emit(chunk);
+              return chunk;
             }
             const text = chunk.toString('latin1');
             const out = text.replaceAll('a', 'A').replaceAll('!', '!!');
             if (out !== text && outcome.kind === 'unchanged') outcome = { kind: 'patched' };
-            emit(Buffer.from(out, 'latin1'));
+            return Buffer.from(out, 'latin1');
           },
-          end() {},
+          end() {
+            return Buffer.alloc(0);
+          },
           destroy() {
             seen.destroyed++;
           },
@@ -74,6 +78,8 @@ function testPlugin(seen: Seen, skipAfter?: number): ProxyPlugin {
 
 interface CoreStack {
   url: string;
+  /** The front-door server (its sockets to clients). */
+  server: Server;
   metrics: CoreMetrics;
   logs(): Array<Record<string, unknown>>;
   seen: Seen;
@@ -86,7 +92,12 @@ afterEach(async () => {
 });
 
 /** A shim in front of `upstreamUrl` with only the test plugin. */
-async function startCore(upstreamUrl: string, env: Record<string, string> = {}, skipAfter?: number) {
+async function startCore(
+  upstreamUrl: string,
+  env: Record<string, string> = {},
+  skipAfter?: number,
+  plugin?: ProxyPlugin,
+) {
   const config = loadConfig({ LOG_LEVEL: 'info', ...env, UPSTREAM_URL: upstreamUrl, PORT: '0' });
   let text = '';
   const sink = new Writable({
@@ -102,13 +113,14 @@ async function startCore(upstreamUrl: string, env: Record<string, string> = {}, 
     logger,
     metrics,
     upstream: new URL(upstreamUrl),
-    plugins: () => [testPlugin(seen, skipAfter)],
+    plugins: () => [plugin ?? testPlugin(seen, skipAfter)],
   });
   const server = createFrontServer(shim.app, shim.onServerRejection);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const stack: CoreStack = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    server,
     metrics,
     seen,
     logs: () =>
@@ -298,6 +310,102 @@ describe('patched responses', () => {
     expect(written).toBeLessThan(32 * 1024 * 1024);
     req.destroy();
     void shim;
+  });
+});
+
+/**
+ * A plugin whose patch (every `a` becomes `A`) writes into buffers of its own and reuses a buffer as
+ * soon as it is recycled, most recent first: if the core recycled a buffer the socket still holds, the
+ * next chunk would overwrite queued bytes.
+ */
+function reusingPlugin(counts: { recycled: number; allocated: number }): ProxyPlugin {
+  return {
+    name: 'test-reuse',
+    onRequest: () => ({
+      onResponse(_status, headers) {
+        if (!/text\/plain/.test(headers['content-type'] ?? '')) return undefined;
+        const lent = new Map<ArrayBufferLike, Buffer>();
+        const free: Buffer[] = [];
+        return {
+          write(chunk) {
+            let whole = free.pop();
+            if (whole === undefined || whole.length < chunk.length) {
+              whole = Buffer.alloc(Math.max(chunk.length, 64 * 1024));
+              counts.allocated++;
+            }
+            for (let i = 0; i < chunk.length; i++) whole[i] = chunk[i] === 0x61 ? 0x41 : (chunk[i] as number);
+            lent.set(whole.buffer, whole);
+            return whole.subarray(0, chunk.length);
+          },
+          end: () => Buffer.alloc(0),
+          recycle(bytes) {
+            const whole = lent.get(bytes.buffer);
+            if (whole === undefined) return;
+            lent.delete(bytes.buffer);
+            free.push(whole);
+            counts.recycled++;
+          },
+          destroy() {},
+          outcome: { kind: 'patched' },
+        };
+      },
+    }),
+  };
+}
+
+describe('buffers recycled to the patch', () => {
+  it('come back only once written: a slow client gets every byte as patched', async () => {
+    // 16 MiB (more than the kernel's socket buffers take) in 4 KiB HTTP chunks: a socket read of the
+    // shim holds many, so several outputs are queued (corked, or behind the paused client) while the
+    // next chunks are patched.
+    const piece = Buffer.from(
+      Array.from({ length: 4096 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(''),
+      'latin1',
+    );
+    const pieces = 4096;
+    const bodyOf = (k: number) => {
+      const b = Buffer.from(piece);
+      b.write(String(k).padStart(8, '0'), 'latin1'); // each piece differs: a misplaced one shows
+      return b;
+    };
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let k = 0;
+      const pump = () => {
+        while (k < pieces) {
+          if (!res.write(bodyOf(k++))) {
+            res.once('drain', pump);
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    });
+    const counts = { recycled: 0, allocated: 0 };
+    const shim = await startCore(up.url, {}, undefined, reusingPlugin(counts));
+    const toClient: Socket[] = [];
+    shim.server.on('connection', (socket: Socket) => toClient.push(socket));
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      const req = http.get(`${shim.url}/big`, { headers: CLIENT, agent: false }, (res) => {
+        res.pause(); // read nothing until the shim's writes to this client queue up
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve(Buffer.concat(chunks)));
+        res.on('error', reject);
+        waitFor(() => (toClient[0]?.writableLength ?? 0) >= 16 * 1024, {
+          what: "the shim's writes to the paused client to queue up",
+        }).then(() => res.resume(), reject);
+      });
+      req.on('error', reject);
+    });
+    const expected = Buffer.concat(Array.from({ length: pieces }, (_, k) => bodyOf(k)));
+    for (let i = 0; i < expected.length; i++) if (expected[i] === 0x61) expected[i] = 0x41;
+    expect(body.length).toBe(expected.length);
+    expect(body.equals(expected)).toBe(true);
+    // The buffers were reused: far fewer allocated than chunks written.
+    expect(counts.recycled).toBeGreaterThan(0);
+    expect(counts.allocated).toBeLessThan(counts.recycled);
   });
 });
 

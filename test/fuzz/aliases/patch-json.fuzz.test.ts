@@ -20,14 +20,13 @@ const KEYS = ['metadata', 'tags', 'requiredMetadataTypes', 'requiredTags', 'm\\u
 function stream(body: Buffer, cuts: readonly number[]) {
   const patch = createJsonPatch(pairs, { maxValueBytes: 1024 * 1024 });
   const out: Buffer[] = [];
-  const emit = (bytes: Buffer) => out.push(Buffer.from(bytes));
   let from = 0;
   for (const cut of [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b)) {
-    patch.write(body.subarray(from, cut), emit);
+    out.push(Buffer.from(patch.write(body.subarray(from, cut))));
     from = cut;
   }
-  patch.write(body.subarray(from), emit);
-  patch.end(emit);
+  out.push(Buffer.from(patch.write(body.subarray(from))));
+  out.push(Buffer.from(patch.end()));
   return { body: Buffer.concat(out), outcome: patch.outcome };
 }
 

@@ -20,12 +20,8 @@ const budget: BufferBudget = {
 
 /** Streams `body` through a patch in two chunks: the bytes it emits and its outcome. */
 function run(patch: ResponsePatch, body: string) {
-  const out: Buffer[] = [];
-  const emit = (bytes: Buffer) => out.push(bytes);
   const bytes = Buffer.from(body);
-  patch.write(bytes.subarray(0, 10), emit);
-  patch.write(bytes.subarray(10), emit);
-  patch.end(emit);
+  const out = [patch.write(bytes.subarray(0, 10)), patch.write(bytes.subarray(10)), patch.end()];
   return { body: Buffer.concat(out).toString(), outcome: patch.outcome };
 }
 

@@ -60,13 +60,12 @@ const INVALID = { kind: 'skipped', reason: 'invalid_json' };
 function streamed(body: Buffer, cuts: readonly number[]) {
   const patch = createJsonPatch(pairs, { maxValueBytes: 1024 * 1024 });
   const out: Buffer[] = [];
-  const emit = (bytes: Buffer) => out.push(Buffer.from(bytes));
   let from = 0;
   for (const cut of [...cuts, body.length]) {
-    patch.write(body.subarray(from, cut), emit);
+    out.push(Buffer.from(patch.write(body.subarray(from, cut))));
     from = cut;
   }
-  patch.end(emit);
+  out.push(Buffer.from(patch.end()));
   return { body: Buffer.concat(out), outcome: patch.outcome };
 }
 

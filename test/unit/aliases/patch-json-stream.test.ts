@@ -1,11 +1,18 @@
 /**
  * The streaming response patch (SPEC §6, issue 9 item 1): chunk boundaries never change the bytes or
  * the outcome, only copies of canonical values are held (bounded per response and by the budget), and
- * everything else leaves at once as slices of the chunk. Pure: no sockets, no clock.
+ * everything else leaves at once: the chunk itself, or one buffer per patched chunk. Pure: no sockets,
+ * no clock.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createJsonPatch, type JsonPatchOptions, patchJson } from '../../../src/aliases/patch-json.ts';
+import {
+  createJsonPatch,
+  type JsonPatchOptions,
+  MAX_SPARE_OUTPUT,
+  MIN_SPARE_OUTPUT,
+  patchJson,
+} from '../../../src/aliases/patch-json.ts';
 import { responsePairs } from '../../../src/aliases/table.ts';
 import type { BufferBudget } from '../../../src/proxy/types.ts';
 import { jsonText, parseJson } from '../../fuzz/aliases/arbitraries.ts';
@@ -15,18 +22,27 @@ const pairs = responsePairs();
 const KEYS = ['metadata', 'tags', 'requiredMetadataTypes', 'requiredTags', 'm\\u0065tadata', 't\\u0061gs'];
 const MIB = 1024 * 1024;
 
-/** Feeds `body` cut at `cuts` (any order, any values; clamped and sorted) and collects what is emitted. */
-function stream(body: Buffer, cuts: readonly number[], options: Partial<JsonPatchOptions> = {}) {
+/**
+ * Feeds `body` cut at `cuts` (any order, any values; clamped and sorted) and collects what is returned
+ * (copied at once). With `recycle`, each output is given back at once, as a socket that wrote it would.
+ */
+function stream(
+  body: Buffer,
+  cuts: readonly number[],
+  options: Partial<JsonPatchOptions> = {},
+  recycle = false,
+) {
   const patch = createJsonPatch(pairs, { maxValueBytes: MIB, ...options });
   const pieces: Buffer[] = [];
-  const emit = (bytes: Buffer) => pieces.push(Buffer.from(bytes));
   let from = 0;
   const points = [...new Set(cuts.map((c) => Math.min(Math.max(c, 0), body.length)))].sort((a, b) => a - b);
   for (const cut of [...points, body.length]) {
-    patch.write(body.subarray(from, cut), emit);
+    const out = patch.write(body.subarray(from, cut));
+    pieces.push(Buffer.from(out));
+    if (recycle) patch.recycle?.(out);
     from = cut;
   }
-  patch.end(emit);
+  pieces.push(Buffer.from(patch.end()));
   return { body: Buffer.concat(pieces), outcome: patch.outcome, patch };
 }
 
@@ -55,18 +71,40 @@ function fakeBudget(limit: number) {
 const cutsArbitrary = fc.array(fc.nat({ max: 4096 }), { maxLength: 8 });
 
 describe('createJsonPatch — chunks', () => {
-  it('emits each chunk at once, as the chunk itself when nothing is inserted in it', () => {
+  it('returns each chunk at once, as the chunk itself when nothing is inserted in it', () => {
     const patch = createJsonPatch(pairs, { maxValueBytes: MIB });
-    const emitted: Buffer[] = [];
     const first = Buffer.from('[{"metadata":[1,2],');
-    patch.write(first, (b) => emitted.push(b));
-    expect(emitted).toEqual([first]);
-    expect(emitted[0]).toBe(first);
+    expect(patch.write(first)).toBe(first);
     expect(patch.outcome).toEqual({ kind: 'unchanged' });
-    patch.write(Buffer.from('"x":3}]'), (b) => emitted.push(b));
-    expect(Buffer.concat(emitted).toString()).toBe('[{"metadata":[1,2],"x":3,"tags":[1,2]}]');
+    const second = Buffer.from('"x":3}]');
+    const patched = patch.write(second);
+    expect(patched.toString()).toBe('"x":3,"tags":[1,2]}]');
     expect(patch.outcome).toEqual({ kind: 'patched' });
-    patch.end(() => expect.fail('nothing is held back'));
+    expect(patch.end().length).toBe(0); // nothing is held back
+    expect(patch.write(Buffer.from(' ')).length).toBe(0); // nothing after the end
+  });
+
+  it('writes the chunk and every piece inserted in it into one buffer, owned by the caller', () => {
+    // 3 items per chunk, 2 insertions per item: one output per chunk, whatever the growth estimate.
+    const item = '{"metadata":{"k":"v"},"requiredMetadataTypes":["a"],"n":1}';
+    const patch = createJsonPatch(pairs, { maxValueBytes: MIB });
+    const outputs: Buffer[] = [];
+    const copies: string[] = [];
+    for (const chunk of ['[', `${item},${item},${item}`, `,${item},${item},${item}`, ']']) {
+      const out = patch.write(Buffer.from(chunk));
+      outputs.push(out);
+      copies.push(out.toString());
+    }
+    patch.end();
+    const patchedItem = item.replace('"n":1}', '"n":1,"tags":{"k":"v"},"requiredTags":["a"]}');
+    expect(copies).toEqual([
+      '[',
+      `${patchedItem},${patchedItem},${patchedItem}`,
+      `,${patchedItem},${patchedItem},${patchedItem}`,
+      ']',
+    ]);
+    // The patch never writes to what it returned: later chunks left the earlier outputs as they were.
+    expect(outputs.map((b) => b.toString())).toEqual(copies);
   });
 
   it('inserts nothing when the alias comes after the canonical value, wherever the cuts are', () => {
@@ -154,14 +192,12 @@ describe('createJsonPatch — bounded memory (MAX_PATCH_VALUE, the budget)', () 
   it('destroy drops the held copy and releases the budget, idempotently', () => {
     const { budget } = fakeBudget(MIB);
     const patch = createJsonPatch(pairs, { maxValueBytes: MIB, budget });
-    patch.write(Buffer.from('{"metadata":[1,2,3'), () => {});
+    patch.write(Buffer.from('{"metadata":[1,2,3'));
     expect(budget.used).toBeGreaterThan(0);
     patch.destroy();
     patch.destroy();
     expect(budget.used).toBe(0);
-    const later: Buffer[] = [];
-    patch.write(Buffer.from(']}'), (b) => later.push(b));
-    expect(Buffer.concat(later).toString()).toBe(']}');
+    expect(patch.write(Buffer.from(']}')).toString()).toBe(']}');
   });
 
   it('a patch destroyed before any byte (HEAD, 304) is unchanged and holds nothing', () => {
@@ -173,17 +209,106 @@ describe('createJsonPatch — bounded memory (MAX_PATCH_VALUE, the budget)', () 
   });
 });
 
+describe('createJsonPatch — one output buffer per patched chunk, reused once recycled', () => {
+  const item = '{"metadata":{"k":"v"},"n":1}';
+  const patchedItem = '{"metadata":{"k":"v"},"n":1,"tags":{"k":"v"}}';
+  /** 1,000 items (29 KB in, 46 KB out: over MIN_SPARE_OUTPUT, so memory of their own). */
+  const items = Buffer.from(`${item},`.repeat(1000));
+  const expected = `${patchedItem},`.repeat(1000);
+  const started = (options: Partial<JsonPatchOptions> = {}) => {
+    const patch = createJsonPatch(pairs, { maxValueBytes: MIB, ...options });
+    expect(patch.write(Buffer.from('[')).toString()).toBe('[');
+    return patch;
+  };
+
+  it('writes into the memory of an output again only after it was recycled, and only the last one', () => {
+    const patch = started();
+    const a = patch.write(items);
+    const b = patch.write(items);
+    expect(b.buffer).not.toBe(a.buffer);
+    patch.recycle?.(a); // not the last output: the caller may still hold b… and a is ignored
+    const c = patch.write(items);
+    expect([a.buffer, b.buffer]).not.toContain(c.buffer);
+    patch.recycle?.(c);
+    const d = patch.write(items);
+    expect(d.buffer).toBe(c.buffer);
+    for (const out of [b, d]) expect(out.toString()).toBe(expected);
+  });
+
+  it('ignores buffers that are not its own: the chunk passed through, a copy of an output', () => {
+    const patch = started();
+    const plain = Buffer.from(' 1,'.repeat(3000));
+    expect(patch.write(plain)).toBe(plain);
+    patch.recycle?.(plain);
+    const a = patch.write(items);
+    patch.recycle?.(Buffer.from(a));
+    const b = patch.write(items);
+    expect(b.buffer).not.toBe(a.buffer);
+    expect(b.toString()).toBe(expected);
+  });
+
+  it('reserves a kept buffer from the budget, releases it at the end and on destroy', () => {
+    for (const finish of ['end', 'destroy'] as const) {
+      const { budget } = fakeBudget(MIB);
+      const patch = started({ budget });
+      const held = budget.used; // the copies
+      const a = patch.write(items);
+      patch.recycle?.(a);
+      expect(budget.used - held).toBeGreaterThanOrEqual(a.length);
+      if (finish === 'end') {
+        patch.write(Buffer.from(`${item}]`));
+        patch.end();
+      } else patch.destroy();
+      expect(budget.used).toBe(0);
+      patch.recycle?.(a); // written after the end: not kept
+      expect(budget.used).toBe(0);
+    }
+  });
+
+  it('keeps nothing the budget refuses, and patches on', () => {
+    const { budget } = fakeBudget(32 * 1024); // room for the copies, not for a 46 KB output
+    const patch = started({ budget });
+    const a = patch.write(items);
+    patch.recycle?.(a);
+    const b = patch.write(items);
+    expect(b.buffer).not.toBe(a.buffer);
+    expect(b.toString()).toBe(expected);
+    expect(patch.outcome).toEqual({ kind: 'patched' });
+  });
+
+  it(`keeps no slice of Node's shared pool (outputs under MIN_SPARE_OUTPUT, ${MIN_SPARE_OUTPUT} bytes)`, () => {
+    const patch = started();
+    const few = Buffer.from(`${item},`.repeat(10));
+    const a = patch.write(few);
+    expect(a.buffer.byteLength).toBeGreaterThan(a.length); // a slice of the pool
+    patch.recycle?.(a);
+    const b = patch.write(few);
+    expect(b.buffer === a.buffer && b.byteOffset === a.byteOffset).toBe(false);
+  });
+
+  it(`keeps no output larger than MAX_SPARE_OUTPUT (${MAX_SPARE_OUTPUT} bytes)`, () => {
+    const patch = started();
+    const large = Buffer.from(`${item},`.repeat(Math.ceil(MAX_SPARE_OUTPUT / item.length)));
+    const a = patch.write(large);
+    expect(a.length).toBeGreaterThan(MAX_SPARE_OUTPUT);
+    patch.recycle?.(a);
+    expect(patch.write(large).buffer).not.toBe(a.buffer);
+  });
+});
+
 describe('createJsonPatch — properties over generated documents and random cuts', () => {
   const documents = jsonText(KEYS);
 
-  it('the cuts never change the bytes or the outcome', () => {
+  it('the cuts never change the bytes or the outcome, with outputs recycled or not', () => {
     fc.assert(
-      fc.property(documents, cutsArbitrary, (text, cuts) => {
+      fc.property(documents, cutsArbitrary, fc.boolean(), (text, cuts, recycle) => {
         const body = Buffer.from(text);
         const whole = patchJson(pairs, body);
-        const split = stream(body, cuts);
+        const { budget } = fakeBudget(MIB);
+        const split = stream(body, cuts, { budget }, recycle);
         expect(split.body.equals(whole.body)).toBe(true);
         expect(split.outcome).toEqual(whole.outcome);
+        expect(budget.used).toBe(0);
       }),
       { numRuns: 300 },
     );

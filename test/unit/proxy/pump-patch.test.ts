@@ -11,11 +11,11 @@ import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
 function upperPatch(): ResponsePatch & { destroyed: number } {
   return {
     destroyed: 0,
-    write(chunk, emit) {
-      emit(Buffer.from(chunk.toString().toUpperCase()));
+    write(chunk) {
+      return Buffer.from(chunk.toString().toUpperCase());
     },
-    end(emit) {
-      emit(Buffer.from('!'));
+    end() {
+      return Buffer.from('!');
     },
     destroy() {
       this.destroyed++;
@@ -38,15 +38,59 @@ class FakeSource extends EventEmitter {
   }
 }
 
+/**
+ * Upper-cases each chunk into a buffer of its own and reuses the memory of whatever is recycled at
+ * once, as eagerly as a patch may: any early recycle by the pump shows up as changed bytes.
+ */
+function reusingPatch(): ResponsePatch & { recycled: Buffer[] } {
+  let spare: Buffer | undefined;
+  const recycled: Buffer[] = [];
+  return {
+    recycled,
+    write(chunk) {
+      const out = spare !== undefined && spare.length >= chunk.length ? spare : Buffer.alloc(chunk.length);
+      spare = undefined;
+      out.write(chunk.toString().toUpperCase());
+      return out.subarray(0, chunk.length);
+    },
+    end() {
+      return Buffer.alloc(0);
+    },
+    recycle(bytes) {
+      recycled.push(bytes);
+      spare = bytes;
+    },
+    destroy() {},
+    outcome: { kind: 'patched' } as PatchOutcome,
+  };
+}
+
+/** A queued write: its bytes (as given), what they were when written, and its callback. */
+interface Queued {
+  bytes: Buffer;
+  copy: string;
+  callback: ((err?: Error | null) => void) | undefined;
+}
+
 class FakeTarget extends EventEmitter {
   written: string[] = [];
   headersSent = false;
   destroyed = false;
   writableFinished = false;
   full = false;
-  write(chunk: Buffer) {
+  /** Writes whose callback has not run: the socket still holds their bytes. */
+  queued: Queued[] = [];
+  write(chunk: Buffer, callback?: (err?: Error | null) => void) {
     this.written.push(chunk.toString());
+    this.queued.push({ bytes: chunk, copy: chunk.toString(), callback });
     return !this.full;
+  }
+  /** The socket wrote the oldest queued write: its bytes must still be those written. */
+  flushOne(err?: Error) {
+    const write = this.queued.shift();
+    if (write === undefined) throw new Error('nothing queued');
+    expect(write.bytes.toString()).toBe(write.copy);
+    write.callback?.(err);
   }
   end() {
     this.writableFinished = true;
@@ -107,5 +151,47 @@ describe('pumpPatch', () => {
     expect(patch.destroyed).toBeGreaterThan(0);
     source.emit('error', new Error('socket destroyed'));
     expect(onError).not.toHaveBeenCalled();
+  });
+
+  it('gives the patch its buffer back only once the socket wrote it, so queued bytes never change', () => {
+    const source = new FakeSource();
+    const target = new FakeTarget();
+    target.headersSent = true;
+    const patch = reusingPatch();
+    pumpPatch(source, target, patch, vi.fn(), vi.fn(), vi.fn());
+    source.emit('data', Buffer.from('ab'));
+    source.emit('data', Buffer.from('cd')); // 'AB' still queued: 'CD' must not go into its memory
+    expect(patch.recycled).toEqual([]);
+    target.flushOne();
+    expect(patch.recycled.map(String)).toEqual(['AB']);
+    source.emit('data', Buffer.from('ef')); // reuses the memory of 'AB', written already
+    target.flushOne();
+    target.flushOne();
+    expect(target.written).toEqual(['AB', 'CD', 'EF']);
+  });
+
+  it('does not give back a buffer whose write failed, nor the chunk passed through as it came', () => {
+    const source = new FakeSource();
+    const target = new FakeTarget();
+    target.headersSent = true;
+    const patch = reusingPatch();
+    pumpPatch(source, target, patch, vi.fn(), vi.fn(), vi.fn());
+    source.emit('data', Buffer.from('ab'));
+    target.flushOne(new Error('EPIPE'));
+    expect(patch.recycled).toEqual([]);
+
+    const passing: ResponsePatch = {
+      write: (chunk) => chunk,
+      end: () => Buffer.alloc(0),
+      recycle: vi.fn(),
+      destroy() {},
+      outcome: { kind: 'unchanged' },
+    };
+    const source2 = new FakeSource();
+    const target2 = new FakeTarget();
+    pumpPatch(source2, target2, passing, vi.fn(), vi.fn(), vi.fn());
+    source2.emit('data', Buffer.from('x'));
+    target2.flushOne();
+    expect(passing.recycle).not.toHaveBeenCalled();
   });
 });

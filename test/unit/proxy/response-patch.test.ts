@@ -14,16 +14,17 @@ function upperCasing(): ResponsePatch & { destroyed: number } {
   let changed = false;
   return {
     destroyed: 0,
-    write(chunk, emit) {
+    write(chunk) {
       const all = held ? Buffer.concat([held, chunk]) : chunk;
       const upper = Buffer.from(all.toString('latin1').toUpperCase(), 'latin1');
       if (!upper.equals(all)) changed = true;
       held = upper.subarray(upper.length - 1);
-      emit(upper.subarray(0, upper.length - 1));
+      return upper.subarray(0, upper.length - 1);
     },
-    end(emit) {
-      if (held) emit(held);
+    end() {
+      const last = held ?? Buffer.alloc(0);
       held = undefined;
+      return last;
     },
     destroy() {
       this.destroyed++;
@@ -38,10 +39,12 @@ function upperCasing(): ResponsePatch & { destroyed: number } {
 /** Inserts `!` after every `a`. */
 function exclaiming(): ResponsePatch {
   return {
-    write(chunk, emit) {
-      emit(Buffer.from(chunk.toString('latin1').replaceAll('A', 'A!'), 'latin1'));
+    write(chunk) {
+      return Buffer.from(chunk.toString('latin1').replaceAll('A', 'A!'), 'latin1');
     },
-    end() {},
+    end() {
+      return Buffer.alloc(0);
+    },
     destroy() {},
     outcome: { kind: 'unchanged' },
   };
@@ -49,9 +52,8 @@ function exclaiming(): ResponsePatch {
 
 const collect = (patch: ResponsePatch, chunks: string[]) => {
   const out: string[] = [];
-  const emit = (b: Buffer) => out.push(b.toString('latin1'));
-  for (const c of chunks) patch.write(Buffer.from(c, 'latin1'), emit);
-  patch.end(emit);
+  for (const c of chunks) out.push(patch.write(Buffer.from(c, 'latin1')).toString('latin1'));
+  out.push(patch.end().toString('latin1'));
   return out.join('');
 };
 
