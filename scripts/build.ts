@@ -32,7 +32,7 @@ const BUILTINS = new Set(builtinModules.filter((name) => !name.startsWith('_')))
  * esbuild plugin: an ESM `import` of a Node built-in in the sources (`import http from 'node:http'`)
  * becomes a `require` in the bundle. Each built-in becomes a CommonJS module of one line,
  * `module.exports = require('node:x')`, which esbuild evaluates where the importing module is
- * evaluated (so `node:child_process` only in demo mode, whose module is loaded on demand); named
+ * evaluated (src/demo.ts's `node:child_process` only in demo mode, its module being loaded on demand); named
  * imports read its properties, a default import is the module itself.
  *
  * Why: an ESM import of a built-in makes Node build its ESM facade, which reads every export, lazy
