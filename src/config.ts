@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseSemver, type SemVer } from 'semver';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 
 /** The shim's whole configuration, validated and frozen. */

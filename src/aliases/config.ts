@@ -5,7 +5,7 @@
  * `docs/configuration.md` and from the start log.
  */
 import { parse as parseSemver, type SemVer } from 'semver';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type ParsedValues, type PluginConfigSchema, parsers, type VariableSpecs } from '../config.ts';
 import { type BrownoutWindow, parseBrownouts } from './brownout.ts';
 

@@ -1,0 +1,101 @@
+/**
+ * The shape of the bundle `dist/main.js` that keeps its idle memory down (scripts/build.ts,
+ * docs/operations.md "Footprint"), checked on a build in memory with the build script's own options.
+ */
+import { createRequire } from 'node:module';
+import { build } from 'esbuild';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BUILD_OPTIONS, withoutDoubleByteCodePages } from '../../scripts/build.ts';
+
+let code: string;
+let inputs: string[];
+
+beforeAll(async () => {
+  const result = await build({ ...BUILD_OPTIONS, write: false, logLevel: 'silent' });
+  const [output] = result.outputFiles;
+  code = output?.text ?? '';
+  // The sources esbuild kept code of (tree-shaken ones are listed with 0 bytes).
+  inputs = Object.values(result.metafile.outputs).flatMap((o) =>
+    Object.entries(o.inputs)
+      .filter(([, input]) => input.bytesInOutput > 0)
+      .map(([path]) => path),
+  );
+});
+
+describe('dist/main.js', () => {
+  it('imports no built-in module with ESM import: only the require shim (node:module)', () => {
+    const imports = code.match(/^import\b[^;]*;/gm) ?? [];
+    expect(imports).toEqual(["import { createRequire as __createRequire } from 'node:module';"]);
+    // The sources' built-ins are there, loaded by require.
+    for (const name of ['node:http', 'node:fs', 'node:util', 'node:crypto', 'node:zlib']) {
+      expect(code).toContain(`require(${JSON.stringify(name)})`);
+    }
+  });
+
+  it("holds zod's English messages but none of its other locales", () => {
+    const locales = inputs.filter((path) => path.includes('node_modules/zod/v4/locales/'));
+    expect(locales).toEqual(['node_modules/zod/v4/locales/en.js']);
+  });
+
+  it("holds iconv-lite's encodings but not its double-byte code-page tables", () => {
+    const iconv = inputs.filter((path) => path.includes('node_modules/iconv-lite/encodings/'));
+    expect(iconv.some((path) => path.endsWith('/internal.js'))).toBe(true);
+    expect(iconv.some((path) => path.endsWith('/sbcs-data-generated.js'))).toBe(true);
+    expect(iconv.filter((path) => /tables|dbcs/.test(path))).toEqual([]);
+  });
+
+  it('is self-contained ESM, whitespace-minified, under 1.6 MB', () => {
+    expect(code.length).toBeGreaterThan(500_000);
+    expect(code.length).toBeLessThan(1_600_000);
+    expect(code).not.toMatch(/^\s{2,}\S/m);
+  });
+});
+
+describe('withoutDoubleByteCodePages', () => {
+  it('leaves iconv-lite decoding and encoding Unicode and single-byte encodings, and refusing double-byte ones', async () => {
+    const result = await build({
+      stdin: {
+        contents: "module.exports = require('iconv-lite');",
+        resolveDir: new URL('../../', import.meta.url).pathname,
+      },
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      write: false,
+      logLevel: 'silent',
+      plugins: [withoutDoubleByteCodePages],
+    });
+    const module = { exports: {} as Record<string, unknown> };
+    new Function('require', 'module', 'exports', result.outputFiles[0]?.text ?? '')(
+      createRequire(import.meta.url),
+      module,
+      module.exports,
+    );
+    const iconv = module.exports as unknown as {
+      decode(buffer: Buffer, encoding: string): string;
+      encode(text: string, encoding: string): Buffer;
+      encodingExists(encoding: string): boolean;
+    };
+    expect(iconv.decode(Buffer.from('h\u00e9llo \u20ac', 'utf8'), 'utf-8')).toBe('h\u00e9llo \u20ac');
+    expect(iconv.decode(Buffer.from([0xe9]), 'latin1')).toBe('\u00e9');
+    expect(iconv.encode('\u00e9', 'utf-16le')).toEqual(Buffer.from([0xe9, 0]));
+    expect(iconv.decode(Buffer.from([0xfe, 0xff, 0, 0x41]), 'utf-16')).toBe('A');
+    expect(iconv.decode(Buffer.from([0x80]), 'windows-1252')).toBe('\u20ac');
+    for (const encoding of [
+      'utf8',
+      'ucs2',
+      'utf16',
+      'utf32',
+      'utf7',
+      'base64',
+      'hex',
+      'iso-8859-1',
+      'koi8-r',
+    ]) {
+      expect(iconv.encodingExists(encoding)).toBe(true);
+    }
+    for (const encoding of ['shift_jis', 'euc-jp', 'gbk', 'gb18030', 'big5', 'euc-kr']) {
+      expect(iconv.encodingExists(encoding)).toBe(false);
+    }
+  });
+});
