@@ -17,6 +17,8 @@
  */
 
 /** Why and where a text is not JSON. */
+import { isUtf8 } from 'node:buffer';
+
 export interface ScanError {
   /** Byte offset of the first byte that cannot be accepted (the length of the text for a truncated one). */
   readonly offset: number;
@@ -471,24 +473,101 @@ const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')
 /** Set by {@link scanStringChunk} when it returns -2: the offset of the sequence it could not finish. */
 let stringStop = 0;
 
+/** The high bit of each byte of a 32-bit word. */
+const HIGH_BITS = 0x80808080 | 0;
+
+/**
+ * What {@link prepareWords} found out about a chunk, for the word-at-a-time string scan: a view of the
+ * chunk's bytes and the range in which the scan may read whole words, with `high` = {@link HIGH_BITS}
+ * when non-ASCII bytes must stop it (they are checked one sequence at a time) or 0 when the range is
+ * known to be valid UTF-8 (non-ASCII bytes are then plain string bytes).
+ */
+let chunkView = new DataView(new ArrayBuffer(0)) as DataView<ArrayBufferLike>;
+let chunkWordStart = 0;
+let chunkWordEnd = 0;
+let chunkHigh = 0;
+
+/**
+ * Prepares the word-at-a-time string scan of a chunk ({@link chunkView} and its range). The bytes
+ * between the chunk's leading continuation bytes (the end of a sequence cut by the previous chunk, or
+ * invalid) and a trailing sequence cut by its end are checked for UTF-8 (RFC 3629) at once, natively
+ * (`buffer.isUtf8`, simdutf); when they are not UTF-8, strings are checked sequence by sequence as
+ * before, so that the error and its offset are those of the first invalid byte.
+ */
+function prepareWords(text: Buffer, n: number): void {
+  if (n < 8) {
+    chunkWordStart = 0x7fffffff;
+    chunkWordEnd = 0;
+    return;
+  }
+  chunkView = new DataView(text.buffer, text.byteOffset, n);
+  let start = 0;
+  while (start < 3 && (text[start]! & 0xc0) === 0x80) start++;
+  let end = n;
+  for (let k = n - 1; k >= n - 4; k--) {
+    const c = text[k]!;
+    if ((c & 0xc0) === 0x80) continue;
+    if (c >= 0xc0 && k + (c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2) > n) end = k;
+    break;
+  }
+  // The whole chunk in the common case: no slice to allocate.
+  if (isUtf8(start === 0 && end === n ? text : text.subarray(start, end))) {
+    chunkWordStart = start;
+    chunkWordEnd = end;
+    chunkHigh = 0;
+  } else {
+    chunkWordStart = 0;
+    chunkWordEnd = n;
+    chunkHigh = HIGH_BITS;
+  }
+}
+
 /**
  * Scans string bytes from `i` in a chunk that may end inside the string (fast path of the incremental
- * scanner, in the plain string sub-state).
+ * scanner, in the plain string sub-state). Plain bytes are skipped four at a time where
+ * {@link prepareWords} allows it (`view`, `wordStart`, `wordEnd`, `high`: passed, not read from the
+ * module, so that a handler scanning another chunk in between cannot change them).
  * @returns The offset after the closing quote; -1 with {@link stringFault} set; -2 when the chunk ends
  *   (or an escape or UTF-8 sequence may cross its end) at {@link stringStop}.
  */
-function scanStringChunk(text: Buffer, i: number, n: number): number {
+function scanStringChunk(
+  text: Buffer,
+  i: number,
+  n: number,
+  view: DataView<ArrayBufferLike>,
+  wordStart: number,
+  wordEnd: number,
+  high: number,
+): number {
   for (;;) {
-    // Four plain bytes at a time: most string bytes are plain.
-    while (
-      i + 3 < n &&
-      (STRING_CLASS[text[i]!]! |
-        STRING_CLASS[text[i + 1]!]! |
-        STRING_CLASS[text[i + 2]!]! |
-        STRING_CLASS[text[i + 3]!]!) ===
-        0
-    )
-      i += 4;
+    if (i >= wordStart) {
+      // A word (little-endian: byte k in bits 8k…8k+7) is plain unless a byte is '"', '\' or below
+      // 0x20 (or, with `high`, 0x80 or above). Each test sets the high bit of the first such byte
+      // exactly; bytes above it may be flagged wrongly (borrows), which does not matter.
+      const last = wordEnd - 4;
+      const from = i;
+      let hit = 0;
+      while (i <= last) {
+        const w = view.getInt32(i, true);
+        const q = w ^ 0x22222222;
+        const b = w ^ 0x5c5c5c5c;
+        hit =
+          ((((q - 0x01010101) | 0) & ~q) |
+            (((b - 0x01010101) | 0) & ~b) |
+            (((w - 0x20202020) | 0) & ~w) |
+            (w & high)) &
+          HIGH_BITS;
+        if (hit !== 0) break;
+        i += 4;
+      }
+      if (hit !== 0) {
+        // The lowest flagged byte: 31 - clz32 of the mask up to the lowest set bit is its bit index.
+        i += (31 - Math.clz32(hit ^ ((hit - 1) | 0))) >> 3;
+      } else if (i !== from) {
+        // Skipped non-ASCII bytes (valid UTF-8) may stop inside a sequence: back to its lead byte.
+        while (i < n && (text[i]! & 0xc0) === 0x80) i--;
+      }
+    }
     // In-bounds loads only: a load that has seen the end of a typed array makes V8 slower on every byte.
     if (i >= n) {
       stringStop = i;
@@ -631,6 +710,11 @@ export class JsonStreamScanner {
     const n = text.length | 0;
     const base = this.#base;
     let i = 0;
+    prepareWords(text, n);
+    const view = chunkView;
+    const wordStart = chunkWordStart;
+    const wordEnd = chunkWordEnd;
+    const high = chunkHigh;
     if (this.#state >= S_OPEN_ARRAY && this.#state !== S_MEMBER_VALUE) {
       // A token cut by the end of the previous chunk: finish it apart, keeping this loop small.
       i = this.#resume(text, n);
@@ -642,7 +726,7 @@ export class JsonStreamScanner {
     let c: number;
     let isKey = false;
 
-    for (;;) {
+    main: for (;;) {
       if (state === S_AFTER) {
         if (depth === 0) {
           while (i < n && isWhitespace(text[i]!)) i++;
@@ -750,56 +834,72 @@ export class JsonStreamScanner {
         isKey = true;
       }
 
-      // A string (a key when `isKey`) starts at i.
-      const stringStart = i;
-      stringHadEscape = false;
-      i = scanStringChunk(text, i + 1, n);
-      if (!isKey) {
-        if (i < 0) {
+      // A string (a key when `isKey`) starts at i. The common member sequences (`"key":"value","key"…`
+      // with an unreported key) stay in this inner loop instead of a state step per token.
+      for (;;) {
+        const stringStart = i;
+        stringHadEscape = false;
+        i = scanStringChunk(text, i + 1, n, view, wordStart, wordEnd, high);
+        if (!isKey) {
+          if (i < 0) {
+            if (i === -1) return this.#fault();
+            i = this.#stringTail(text, stringStop, n);
+            if (i === -1) return this.#fault();
+            if (i === -2) {
+              state = S_STRING;
+              break main;
+            }
+          }
+          state = S_AFTER;
+          // `,"` in an object whose current member is not reported: the next key, as S_AFTER then S_KEY would.
+          if (
+            i + 1 < n &&
+            text[i] === 0x2c &&
+            text[i + 1] === 0x22 &&
+            (stack[depth]! & (IS_OBJECT | CURRENT_REPORTED)) === IS_OBJECT
+          ) {
+            i++;
+            isKey = true;
+            continue;
+          }
+          continue main;
+        }
+        isKey = false;
+        const keyStart = stringStart;
+        let name: number;
+        if (i >= 0) {
+          name = this.#names.match(text, keyStart, i, stringHadEscape);
+        } else {
           if (i === -1) return this.#fault();
-          i = this.#stringTail(text, stringStop, n);
+          i = this.#keyTail(text, keyStart, n);
           if (i === -1) return this.#fault();
           if (i === -2) {
-            state = S_STRING;
-            break;
+            state = S_KEY_STRING;
+            break main;
           }
+          name = this.#names.match(text, keyStart, i, this.#keyEscaped);
         }
-        state = S_AFTER;
-        continue;
-      }
-      isKey = false;
-      const keyStart = stringStart;
-      let name: number;
-      if (i >= 0) {
-        name = this.#names.match(text, keyStart, i, stringHadEscape);
-      } else {
-        if (i === -1) return this.#fault();
-        i = this.#keyTail(text, keyStart, n);
-        if (i === -1) return this.#fault();
-        if (i === -2) {
-          state = S_KEY_STRING;
-          break;
-        }
-        name = this.#names.match(text, keyStart, i, this.#keyEscaped);
-      }
-      // The ':' after the key, inline (the common case: in the same chunk).
-      c = i < n ? text[i]! : END;
-      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-      if (c === 0x3a) {
-        i++;
-        if (name >= 0) {
-          this.#reportedName = name;
-          stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
-          state = S_MEMBER_VALUE;
-        } else {
+        // The ':' after the key, inline (the common case: in the same chunk).
+        c = i < n ? text[i]! : END;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
+        if (c === 0x3a) {
+          i++;
+          if (name >= 0) {
+            this.#reportedName = name;
+            stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
+            state = S_MEMBER_VALUE;
+            continue main;
+          }
           state = S_VALUE;
+          // A string value right after the ':', as S_VALUE would scan it.
+          if (i < n && text[i] === 0x22) continue;
+          continue main;
         }
-        continue;
+        if (c !== END) return this.#unexpected(text, i, E_COLON);
+        this.#reportedName = name;
+        state = S_COLON;
+        break main;
       }
-      if (c !== END) return this.#unexpected(text, i, E_COLON);
-      this.#reportedName = name;
-      state = S_COLON;
-      break;
     }
     // The chunk is used up in `state`.
     this.#state = state;
@@ -1047,7 +1147,8 @@ export class JsonStreamScanner {
       i++;
     }
     stringHadEscape = false;
-    const end = scanStringChunk(text, i, n);
+    // Called before any handler call of this write: the module's chunk state is this chunk's.
+    const end = scanStringChunk(text, i, n, chunkView, chunkWordStart, chunkWordEnd, chunkHigh);
     if (stringHadEscape) this.#keyEscaped = true;
     if (end === -2) return this.#stringTail(text, stringStop, n);
     return end;

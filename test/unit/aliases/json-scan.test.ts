@@ -318,3 +318,98 @@ describe('JsonStreamScanner — the same grammar, chunk by chunk', () => {
     expect(scanner.write(Buffer.from('['), handler)).toBe(SCAN_TOO_DEEP);
   });
 });
+
+describe('JsonStreamScanner — strings four bytes at a time: lanes, alignment and chunk ends', () => {
+  const handlerFor = (events: string[]): StreamScanHandler => ({
+    onMember: (depth, name, start) => events.push(`member ${depth} ${name} ${start}`) > 0,
+    onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+    onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`) > 0,
+  });
+
+  /** Scans `text` cut at `cuts`, each chunk a slice starting `offset` bytes into its own buffer. */
+  function scan(text: Buffer, cuts: readonly number[], offset: number) {
+    const events: string[] = [];
+    const handler = handlerFor(events);
+    const scanner = new JsonStreamScanner(new KeyNames(['tags']), 100);
+    let status: number = SCAN_OK;
+    let from = 0;
+    for (const cut of [...cuts, text.length]) {
+      const holder = Buffer.alloc(offset + (cut - from) + 5, 0x22);
+      text.copy(holder, offset, from, cut);
+      status = scanner.write(holder.subarray(offset, offset + (cut - from)), handler);
+      from = cut;
+      if (status !== SCAN_OK) break;
+    }
+    if (status === SCAN_OK) status = scanner.end();
+    return { status, error: scanner.error, events };
+  }
+
+  // What goes into the string at each lane: plain bytes that stop the word scan, valid escapes and
+  // UTF-8, and each kind of invalid byte (bytes, so that invalid UTF-8 can be written).
+  const specials: [string, number[]][] = [
+    ['DEL (plain)', [0x7f]],
+    ['escape \\n', [0x5c, 0x6e]],
+    ['escape \\u00e9', [...Buffer.from('\\u00e9')]],
+    ['escaped quote', [0x5c, 0x22]],
+    ['é', [0xc3, 0xa9]],
+    ['東京', [...Buffer.from('東京')]],
+    ['🚀', [0xf0, 0x9f, 0x9a, 0x80]],
+    ['a run of non-ASCII with an escape', [...Buffer.from('ééé東京🚀\\té€')]],
+    ['control 0x00', [0x00]],
+    ['control 0x1f', [0x1f]],
+    ['invalid escape', [0x5c, 0x78]],
+    ['lone continuation', [0x80]],
+    ['overlong', [0xc0, 0xaf]],
+    ['surrogate', [0xed, 0xa0, 0x80]],
+    ['truncated sequence', [0xe2, 0x82, 0x41]],
+    ['byte 0xff', [0xff]],
+  ];
+
+  it.each(specials)(
+    '%s at every lane and byte offset: the verdict, error and offset of scanJson',
+    (_, bytes) => {
+      for (let before = 0; before < 12; before++) {
+        const text = Buffer.concat([
+          Buffer.from(`{"tags":["${'a'.repeat(before)}`),
+          Buffer.from(bytes),
+          Buffer.from(`${'b'.repeat(13)}", "x"]}`),
+        ]);
+        const expected = scanJson(text, new KeyNames(['tags']), noopHandler, Number.POSITIVE_INFINITY);
+        const whole = scan(text, [], 0);
+        expect(whole.status).toBe(expected === undefined ? SCAN_OK : SCAN_INVALID);
+        expect(whole.error).toEqual(expected);
+        for (let offset = 0; offset < 4; offset++) {
+          for (let cut = 0; cut <= text.length; cut++) {
+            const split = scan(text, [cut], offset);
+            if (split.status !== whole.status || split.error?.offset !== whole.error?.offset)
+              expect.fail(
+                `${before} bytes before, offset ${offset}, cut at ${cut}: ${JSON.stringify(split.error)}`,
+              );
+            expect(split).toEqual(whole);
+          }
+        }
+      }
+    },
+  );
+
+  it('checks UTF-8 sequence by sequence in a chunk that is not valid UTF-8 elsewhere', () => {
+    // The first string is valid (and long), the second one is not: the error is at its first byte.
+    const text = Buffer.concat([
+      Buffer.from(`["${'é'.repeat(40)}", "ab`),
+      Buffer.from([0xf5]),
+      Buffer.from('"]'),
+    ]);
+    const result = scan(text, [], 1);
+    expect(result.error).toEqual({ offset: text.length - 3, message: 'invalid UTF-8 in string' });
+    expect(scan(Buffer.from(`["${'é'.repeat(40)}"]`), [], 3).status).toBe(SCAN_OK);
+  });
+
+  it('finishes a sequence cut by the chunk end in the next chunk, with word-aligned and unaligned cuts', () => {
+    const text = Buffer.from(`["${'🚀é'.repeat(30)}"]`);
+    for (let cut = 1; cut < text.length; cut++)
+      for (let offset = 0; offset < 4; offset++)
+        expect(scan(text, [cut, cut + 1], offset).status).toBe(SCAN_OK);
+  });
+});
+
+const noopHandler: ScanHandler = { onKey() {}, onValue() {}, onObjectEnd() {} };
