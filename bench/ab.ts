@@ -5,6 +5,9 @@
  *   npm run build && cp dist/main.js /tmp/base.js     # on the baseline commit
  *   npm run build                                     # on the candidate
  *   node bench/ab.ts --rounds 8 --duration 5 base=/tmp/base.js new=dist/main.js [--load legacy] [--no-calib]
+ *     [--path '/debug/json?items=1000']   (another target of the bench upstream instead of the mission)
+ *   node bench/ab.ts s2=dist/main.js,--max-semi-space-size=2 s1=dist/main.js,--max-semi-space-size=1
+ *     (the same build with other V8 flags than npm start's)
  *
  * Setup as in `run.ts` and `profile.ts`: the bench upstream, wrk and this script on core 0; every proxy
  * on core 1, started once (with the flags of `npm start`) and idle while another is loaded. Each round
@@ -28,6 +31,7 @@ const { values: args, positionals } = parseArgs({
     duration: { type: 'string', default: '5' },
     calib: { type: 'boolean', default: true },
     load: { type: 'string', default: 'current' },
+    path: { type: 'string', default: '' },
   },
   allowPositionals: true,
   allowNegative: true,
@@ -53,12 +57,15 @@ async function main() {
   );
   const targets: { name: string; p: Measured; cal: boolean }[] = [];
   for (const spec of positionals) {
-    const [name, path] = spec.split('=');
+    // name=bundle, or name=bundle,--v8-flag,… to replace the flags of `npm start` for that build.
+    const at = spec.indexOf('=');
+    const name = spec.slice(0, at);
+    const [path, ...flags] = spec.slice(at + 1).split(',');
     const port = await freePort();
     const adminPort = await freePort();
     const p = await startProcess({
-      name: name!,
-      nodeArgs: [...shippedNodeFlags(), resolve(path!)],
+      name,
+      nodeArgs: [...(flags.length > 0 ? flags : shippedNodeFlags()), resolve(path!)],
       env: {
         UPSTREAM_URL: backendUrl,
         PORT: String(port),
@@ -72,7 +79,7 @@ async function main() {
       scratch,
     });
     procs.push(p);
-    targets.push({ name: name!, p, cal: false });
+    targets.push({ name, p, cal: false });
   }
   if (args.calib) {
     const port = await freePort();
@@ -101,7 +108,7 @@ async function main() {
   const { uuid } = (await created.json()) as { uuid: string };
   const version = args.load === 'legacy' ? '0.59.0' : '1.0.0';
   const loadOf = (t: { p: Measured; cal: boolean }): WrkLoad => ({
-    url: `${t.p.url}/missions/${uuid}`,
+    url: `${t.p.url}${args.path === '' ? `/missions/${uuid}` : args.path}`,
     headers: t.cal ? { 'x-api-key': 'bench' } : { 'x-api-key': 'bench', 'Service-Client-Version': version },
   });
   const opts = { connections: 32, cpus: LOAD, scratch };
