@@ -12,7 +12,7 @@
  *
  * What keeps the bundle's idle memory down besides (all checked by test/deploy/bundle.test.ts):
  * - Node's built-in modules are loaded with `require`, not ESM `import` ({@link builtinsByRequire});
- * - zod is imported as `import * as z from 'zod'` (src/config.ts, src/aliases/config.ts), so that
+ * - zod is imported as `import * as z from 'zod'` (src/config.ts and every plugin's config schema), so that
  *   esbuild keeps only the parts used: `import { z }` keeps the whole namespace, 40-odd locales
  *   included (1.9 MB bundle instead of 1.4 MB, +7 MiB idle RSS);
  * - iconv-lite without its double-byte code pages ({@link withoutDoubleByteCodePages}).
