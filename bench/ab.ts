@@ -21,7 +21,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, hasCommand, type Measured, pinSelf, startProcess } from './lib/processes.ts';
+import {
+  hasCommand,
+  type Measured,
+  pinSelf,
+  startBenchUpstream,
+  startCalibrationProxy,
+  startShim,
+} from './lib/processes.ts';
 import { shippedNodeFlags } from './lib/shipped.ts';
 import { runWrk, type WrkLoad } from './lib/wrk.ts';
 
@@ -43,54 +50,27 @@ const scratch = mkdtempSync(join(tmpdir(), 'pass-ab-'));
 const procs: Measured[] = [];
 async function main() {
   pinSelf(LOAD);
-  const bp = await freePort();
-  const backendUrl = `http://127.0.0.1:${bp}`;
-  procs.push(
-    await startProcess({
-      name: 'upstream',
-      nodeArgs: ['bench/lib/upstream.ts', '--port', String(bp), '--host', '127.0.0.1'],
-      cpus: LOAD,
-      readyUrl: `${backendUrl}/api/health`,
-      url: backendUrl,
-      scratch,
-    }),
-  );
+  const upstream = await startBenchUpstream({ cpus: LOAD, scratch });
+  procs.push(upstream);
+  const backendUrl = upstream.url;
   const targets: { name: string; p: Measured; cal: boolean }[] = [];
   for (const spec of positionals) {
     // name=bundle, or name=bundle,--v8-flag,… to replace the flags of `npm start` for that build.
     const at = spec.indexOf('=');
     const name = spec.slice(0, at);
     const [path, ...flags] = spec.slice(at + 1).split(',');
-    const port = await freePort();
-    const adminPort = await freePort();
-    const p = await startProcess({
+    const p = await startShim(
       name,
-      nodeArgs: [...(flags.length > 0 ? flags : shippedNodeFlags()), resolve(path!)],
-      env: {
-        UPSTREAM_URL: backendUrl,
-        PORT: String(port),
-        ADMIN_PORT: String(adminPort),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-      },
-      cpus: SHIM,
-      readyUrl: `http://127.0.0.1:${adminPort}/healthz`,
-      url: `http://127.0.0.1:${port}`,
-      scratch,
-    });
+      [...(flags.length > 0 ? flags : shippedNodeFlags()), resolve(path!)],
+      backendUrl,
+      { cpus: SHIM, scratch },
+    );
     procs.push(p);
     targets.push({ name, p, cal: false });
   }
   if (args.calib) {
-    const port = await freePort();
-    const adminPort = await freePort();
-    const p = await startProcess({
-      name: 'hpm',
-      nodeArgs: ['bench/calibration/express-hpm.ts'],
-      env: { UPSTREAM_URL: backendUrl, PORT: String(port), ADMIN_PORT: String(adminPort) },
+    const p = await startCalibrationProxy('hpm', 'bench/calibration/express-hpm.ts', backendUrl, {
       cpus: SHIM,
-      readyUrl: `http://127.0.0.1:${adminPort}/`,
-      url: `http://127.0.0.1:${port}`,
       scratch,
     });
     procs.push(p);

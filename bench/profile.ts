@@ -16,7 +16,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type CostLine, type CpuProfile, summarize } from './lib/cpu-profile.ts';
-import { freePort, hasCommand, type Measured, pinSelf, startProcess } from './lib/processes.ts';
+import { hasCommand, type Measured, pinSelf, startBenchUpstream, startShim } from './lib/processes.ts';
 import { runWrk, type WrkLoad } from './lib/wrk.ts';
 
 const { values: args } = parseArgs({
@@ -51,39 +51,19 @@ const processes: Measured[] = [];
 
 async function main(): Promise<void> {
   pinSelf(LOAD_CPUS);
-  const backendPort = await freePort();
-  const backendUrl = `http://127.0.0.1:${backendPort}`;
-  processes.push(
-    await startProcess({
-      name: 'upstream',
-      nodeArgs: ['bench/lib/upstream.ts', '--port', String(backendPort), '--host', '127.0.0.1'],
-      cpus: LOAD_CPUS,
-      readyUrl: `${backendUrl}/api/health`,
-      url: backendUrl,
-      scratch,
-    }),
-  );
-  const port = await freePort();
-  const adminPort = await freePort();
-  const shim = await startProcess({
-    name: 'shim',
-    nodeArgs: [
+  const upstream = await startBenchUpstream({ cpus: LOAD_CPUS, scratch });
+  processes.push(upstream);
+  const backendUrl = upstream.url;
+  const shim = await startShim(
+    'shim',
+    [
       ...args['node-flags'].split(' ').filter((flag) => flag !== ''),
       ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
       args.main,
     ],
-    env: {
-      UPSTREAM_URL: backendUrl,
-      PORT: String(port),
-      ADMIN_PORT: String(adminPort),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-    },
-    cpus: SHIM_CPUS,
-    readyUrl: `http://127.0.0.1:${adminPort}/healthz`,
-    url: `http://127.0.0.1:${port}`,
-    scratch,
-  });
+    backendUrl,
+    { cpus: SHIM_CPUS, scratch },
+  );
   processes.push(shim);
 
   const created = await fetch(`${backendUrl}/missions`, {

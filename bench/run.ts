@@ -20,7 +20,17 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { describeEnvironment } from './lib/environment.ts';
-import { freePort, hasCommand, type Measured, pinSelf, startProcess } from './lib/processes.ts';
+import {
+  benchUpstreamArgs,
+  freePort,
+  hasCommand,
+  type Measured,
+  pinSelf,
+  startBenchUpstream,
+  startCalibrationProxy,
+  startProcess,
+  startShim as startShimProcess,
+} from './lib/processes.ts';
 import { shippedNodeFlags } from './lib/shipped.ts';
 import { fixed, markdownTable, median } from './lib/stats.ts';
 import {
@@ -192,40 +202,14 @@ async function main(): Promise<void> {
   const shimFlags = shippedNodeFlags();
 
   // --- start the upstream and the shim
-  const backendPort = await freePort();
-  const backendUrl = `http://127.0.0.1:${backendPort}`;
-  const backendArgs = ['bench/lib/upstream.ts', '--port', String(backendPort), '--host', '127.0.0.1'];
-  const backend = await startProcess({
-    name: 'upstream',
-    nodeArgs: backendArgs,
-    cpus: LOAD_CPUS,
-    readyUrl: `${backendUrl}/api/health`,
-    url: backendUrl,
-    scratch,
-  });
+  const backend = await startBenchUpstream({ cpus: LOAD_CPUS, scratch });
   processes.push(backend);
-  commands.push(`${pin(LOAD_CPUS)}node ${backendArgs.join(' ')}`);
+  const backendUrl = backend.url;
+  commands.push(`${pin(LOAD_CPUS)}node ${benchUpstreamArgs(Number(new URL(backendUrl).port)).join(' ')}`);
 
-  const shimPort = await freePort();
-  const adminPort = await freePort();
-  const shimEnv = {
-    UPSTREAM_URL: backendUrl,
-    PORT: String(shimPort),
-    ADMIN_PORT: String(adminPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'info',
-  };
   const shimArgs = [...shimFlags, 'dist/main.js'];
   const startShim = async (name: string) => {
-    const started = await startProcess({
-      name,
-      nodeArgs: shimArgs,
-      env: shimEnv,
-      cpus: SHIM_CPUS,
-      readyUrl: `http://127.0.0.1:${adminPort}/healthz`,
-      url: `http://127.0.0.1:${shimPort}`,
-      scratch,
-    });
+    const started = await startShimProcess(name, shimArgs, backendUrl, { cpus: SHIM_CPUS, scratch });
     processes.push(started);
     return started;
   };
@@ -246,15 +230,8 @@ async function main(): Promise<void> {
   // --- the calibration proxies, on the shim's core (idle while the shim is measured)
   const calibration = {} as Record<Calibration, Measured>;
   const startCalibration = async (name: Calibration, label: string) => {
-    const port = await freePort();
-    const admin = await freePort();
-    const started = await startProcess({
-      name: label,
-      nodeArgs: [CALIBRATIONS[name].file],
-      env: { UPSTREAM_URL: backendUrl, PORT: String(port), ADMIN_PORT: String(admin) },
+    const started = await startCalibrationProxy(label, CALIBRATIONS[name].file, backendUrl, {
       cpus: SHIM_CPUS,
-      readyUrl: `http://127.0.0.1:${admin}/`,
-      url: `http://127.0.0.1:${port}`,
       scratch,
     });
     processes.push(started);

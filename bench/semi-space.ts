@@ -19,7 +19,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { freePort, hasCommand, type Measured, pinSelf, startProcess } from './lib/processes.ts';
+import { hasCommand, type Measured, pinSelf, startBenchUpstream, startShim } from './lib/processes.ts';
 import { fixed, markdownTable, median } from './lib/stats.ts';
 import { download, upload } from './lib/transfer.ts';
 import { runWrk } from './lib/wrk.ts';
@@ -60,18 +60,9 @@ interface Sample {
 async function main(): Promise<void> {
   pinSelf(LOAD_CPUS);
   const loadAtStart = loadavg()[0]!;
-  const backendPort = await freePort();
-  const backendUrl = `http://127.0.0.1:${backendPort}`;
-  processes.push(
-    await startProcess({
-      name: 'upstream',
-      nodeArgs: ['bench/lib/upstream.ts', '--port', String(backendPort), '--host', '127.0.0.1'],
-      cpus: LOAD_CPUS,
-      readyUrl: `${backendUrl}/api/health`,
-      url: backendUrl,
-      scratch,
-    }),
-  );
+  const upstream = await startBenchUpstream({ cpus: LOAD_CPUS, scratch });
+  processes.push(upstream);
+  const backendUrl = upstream.url;
   const created = await fetch(`${backendUrl}/missions`, {
     method: 'POST',
     headers: { ...API_KEY, 'content-type': 'application/json' },
@@ -87,23 +78,12 @@ async function main(): Promise<void> {
 
   for (let round = 0; round < ROUNDS; round++) {
     for (const setting of round % 2 === 0 ? SETTINGS : [...SETTINGS].reverse()) {
-      const port = await freePort();
-      const adminPort = await freePort();
-      const shim = await startProcess({
-        name: `shim-${setting}-${round}`,
-        nodeArgs: [...(setting === 'none' ? [] : [`--max-semi-space-size=${setting}`]), 'dist/main.js'],
-        env: {
-          UPSTREAM_URL: backendUrl,
-          PORT: String(port),
-          ADMIN_PORT: String(adminPort),
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'info',
-        },
-        cpus: SHIM_CPUS,
-        readyUrl: `http://127.0.0.1:${adminPort}/healthz`,
-        url: `http://127.0.0.1:${port}`,
-        scratch,
-      });
+      const shim = await startShim(
+        `shim-${setting}-${round}`,
+        [...(setting === 'none' ? [] : [`--max-semi-space-size=${setting}`]), 'dist/main.js'],
+        backendUrl,
+        { cpus: SHIM_CPUS, scratch },
+      );
       processes.push(shim);
       await sleep(3000);
       const idle = shim.rss();

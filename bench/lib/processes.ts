@@ -145,6 +145,90 @@ export async function startProcess(options: StartOptions): Promise<Measured> {
   }
 }
 
+/** Where a benchmark process runs: `taskset -c` CPU list (or `undefined`) and the stderr folder. */
+export interface Placement {
+  cpus: string | undefined;
+  scratch: string;
+}
+
+/** Arguments of `node` that run the benchmarks' own upstream (`bench/lib/upstream.ts`) on `port`. */
+export function benchUpstreamArgs(port: number): string[] {
+  return ['bench/lib/upstream.ts', '--port', String(port), '--host', '127.0.0.1'];
+}
+
+/**
+ * Starts the benchmarks' upstream on a free loopback port; ready once `GET /api/health` answers.
+ * @throws {Error} as {@link startProcess}.
+ */
+export async function startBenchUpstream(where: Placement): Promise<Measured> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  return startProcess({
+    name: 'upstream',
+    nodeArgs: benchUpstreamArgs(port),
+    readyUrl: `${url}/api/health`,
+    url,
+    ...where,
+  });
+}
+
+/**
+ * Starts a shim build on free loopback ports (front and admin), as the benchmarks measure it: the
+ * request log on at `info` (written to `/dev/null` by {@link startProcess}), metrics on; ready once the
+ * admin listener's `/healthz` answers.
+ * @param name Label of the process (its stderr log file).
+ * @param nodeArgs Arguments of `node`: V8 flags, then the entry file (e.g. `dist/main.js`).
+ * @param upstreamUrl `UPSTREAM_URL` of the shim.
+ * @throws {Error} as {@link startProcess}.
+ */
+export async function startShim(
+  name: string,
+  nodeArgs: string[],
+  upstreamUrl: string,
+  where: Placement,
+): Promise<Measured> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  return startProcess({
+    name,
+    nodeArgs,
+    env: {
+      UPSTREAM_URL: upstreamUrl,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    },
+    readyUrl: `http://127.0.0.1:${adminPort}/healthz`,
+    url: `http://127.0.0.1:${port}`,
+    ...where,
+  });
+}
+
+/**
+ * Starts a calibration proxy (`bench/calibration/*.ts`) on free loopback ports; ready once its admin
+ * port answers `/`.
+ * @param file The calibration proxy's script.
+ * @throws {Error} as {@link startProcess}.
+ */
+export async function startCalibrationProxy(
+  name: string,
+  file: string,
+  upstreamUrl: string,
+  where: Placement,
+): Promise<Measured> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  return startProcess({
+    name,
+    nodeArgs: [file],
+    env: { UPSTREAM_URL: upstreamUrl, PORT: String(port), ADMIN_PORT: String(adminPort) },
+    readyUrl: `http://127.0.0.1:${adminPort}/`,
+    url: `http://127.0.0.1:${port}`,
+    ...where,
+  });
+}
+
 /** Pins the calling process to `cpus` (`taskset -cp`); ignored where taskset is missing. */
 export function pinSelf(cpus: string | undefined): void {
   if (cpus === undefined) return;
