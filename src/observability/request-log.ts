@@ -12,7 +12,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { stateOf } from '../proxy/exchange.ts';
 import { loggerForLine } from './logger.ts';
@@ -48,19 +47,6 @@ export function createRequestLog(
     };
     res.on('finish', finished);
     res.on('close', closed);
-  };
-}
-
-/**
- * The request log as an Express middleware of its own ({@link createRequestLog}), for a pipeline whose
- * first middleware created the exchange state but does not call the request log itself.
- * @param logger The process logger.
- */
-export function requestLog(logger: Logger): RequestHandler {
-  const track = createRequestLog(logger);
-  return (req, res, next) => {
-    track(req, res, stateOf(res)?.startedAt ?? performance.now());
-    next();
   };
 }
 

@@ -9,8 +9,8 @@ import { Writable } from 'node:stream';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.ts';
-import { requestLog } from '../../src/observability/request-log.ts';
-import { createExchangeState } from '../../src/proxy/exchange.ts';
+import { createRequestLog } from '../../src/observability/request-log.ts';
+import { createExchangeState, stateOf } from '../../src/proxy/exchange.ts';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -32,7 +32,11 @@ async function start() {
     res.locals.shim = createExchangeState(req, performance.now());
     next();
   });
-  app.use(requestLog(createLogger('info', [], sink)));
+  const track = createRequestLog(createLogger('info', [], sink));
+  app.use((req, res, next) => {
+    track(req, res, stateOf(res).startedAt);
+    next();
+  });
   app.get('/fail', (_req, res) => {
     res.status(502).end();
   });

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.ts';
-import { requestLog } from '../../src/observability/request-log.ts';
+import { createRequestLog } from '../../src/observability/request-log.ts';
 import { createExchangeState, stateOf } from '../../src/proxy/exchange.ts';
 
 let server: Server | undefined;
@@ -32,7 +32,11 @@ async function start() {
     res.locals.shim = state;
     next();
   });
-  app.use(requestLog(logger));
+  const track = createRequestLog(logger);
+  app.use((req, res, next) => {
+    track(req, res, stateOf(res).startedAt);
+    next();
+  });
   app.use((req, res) => {
     const state = stateOf(res);
     if (req.headers['x-reject']) {
