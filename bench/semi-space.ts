@@ -1,7 +1,7 @@
 /**
- * Which V8 young-generation size the shim should run with (issue 9 item 4): for each setting of
- * `--max-semi-space-size` (none, 1, 2, 4, 8 MiB), in one interleaved run, a fresh shim process (the
- * bundle `dist/main.js`, as `npm start` and the image run it) measures
+ * Which V8 memory flags the shim should run with (issue 9 item 4): for each setting (by default
+ * `--max-semi-space-size` none, 1, 2, 4, 8 MiB; any flags with `--flags`), in one interleaved run, a
+ * fresh shim process (the bundle `dist/main.js`, as `npm start` and the image run it) measures
  *
  * - idle RSS, 3 s after start;
  * - peak RSS above idle while streaming 200 MiB down (`GET /debug/bytes`) then 200 MiB up
@@ -10,7 +10,9 @@
  * - peak RSS above idle while patching 32 concurrent 1.4 MB lists (legacy client, wrk 32 connections).
  *
  *   npm run build && node bench/semi-space.ts [--rounds 2] [--duration 5] [--flags none,1,2,4,8]
+ *   node bench/semi-space.ts --flags '2,--max-semi-space-size=2+--scavenger-max-new-space-capacity-mb=4'
  *
+ * A setting is `none`, a number N (`--max-semi-space-size=N`) or flags joined by `+`.
  * The setting order flips every round; medians are printed as a Markdown table (bench/RESULTS.md
  * "Memory flag").
  */
@@ -49,6 +51,16 @@ const LEGACY = { ...API_KEY, 'Service-Client-Version': '0.59.0' };
 const scratch = mkdtempSync(join(tmpdir(), 'compat-shim-semi-'));
 const processes: Measured[] = [];
 
+/**
+ * The V8 flags of one setting: `none` → no flag; a number N → `--max-semi-space-size=N`; otherwise
+ * flags joined by `+` (e.g. `--scavenger-max-new-space-capacity-mb=4+--max-semi-space-size=2`).
+ */
+function v8Flags(setting: string): string[] {
+  if (setting === 'none') return [];
+  if (/^\d+$/.test(setting)) return [`--max-semi-space-size=${setting}`];
+  return setting.split('+');
+}
+
 interface Sample {
   idle: number;
   stream: number;
@@ -80,7 +92,7 @@ async function main(): Promise<void> {
     for (const setting of round % 2 === 0 ? SETTINGS : [...SETTINGS].reverse()) {
       const shim = await startShim(
         `shim-${setting}-${round}`,
-        [...(setting === 'none' ? [] : [`--max-semi-space-size=${setting}`]), 'dist/main.js'],
+        [...v8Flags(setting), 'dist/main.js'],
         backendUrl,
         { cpus: SHIM_CPUS, scratch },
       );
@@ -121,7 +133,11 @@ async function main(): Promise<void> {
     const s = samples.get(setting)!;
     const cpu = median(s.map((x) => x.cpu));
     return [
-      setting === 'none' ? 'no flag' : `\`--max-semi-space-size=${setting}\``,
+      setting === 'none'
+        ? 'no flag'
+        : v8Flags(setting)
+            .map((f) => `\`${f}\``)
+            .join(' '),
       fixed(median(s.map((x) => x.idle)) / MIB, 0),
       `+${fixed(median(s.map((x) => x.stream)) / MIB, 0)} (${s.map((x) => fixed(x.stream / MIB, 0)).join(', ')})`,
       `${fixed(cpu, 0)} (${fixed(cpu / none, 2)}×)`,

@@ -209,6 +209,7 @@ export async function startShim(
  * Starts a calibration proxy (`bench/calibration/*.ts`) on free loopback ports; ready once its admin
  * port answers `/`.
  * @param file The calibration proxy's script.
+ * @param nodeFlags Flags of `node` before the script (e.g. the shim's V8 flags); none by default.
  * @throws {Error} as {@link startProcess}.
  */
 export async function startCalibrationProxy(
@@ -216,12 +217,13 @@ export async function startCalibrationProxy(
   file: string,
   upstreamUrl: string,
   where: Placement,
+  nodeFlags: readonly string[] = [],
 ): Promise<Measured> {
   const port = await freePort();
   const adminPort = await freePort();
   return startProcess({
     name,
-    nodeArgs: [file],
+    nodeArgs: [...nodeFlags, file],
     env: { UPSTREAM_URL: upstreamUrl, PORT: String(port), ADMIN_PORT: String(adminPort) },
     readyUrl: `http://127.0.0.1:${adminPort}/`,
     url: `http://127.0.0.1:${port}`,

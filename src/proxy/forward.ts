@@ -10,7 +10,7 @@
  *   response-writer.ts    the client's response head, Vary, the head-on-first-byte sink
  *   upstream-agent.ts     http/https pool, TLS verification, SNI
  */
-import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { pipeline } from 'node:stream';

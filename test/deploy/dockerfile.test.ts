@@ -42,10 +42,12 @@ describe('Dockerfile', () => {
     expect(finalStage.join('\n')).not.toMatch(/node_modules|reference-backend|src\//);
   });
 
-  it('runs node dist/main.js as PID 1 as the node user, with the documented V8 flag, without --demo and without --expose-gc', () => {
+  it('runs node dist/main.js as PID 1 as the node user, with the documented V8 flags, without --demo and without --expose-gc', () => {
     expect(final('USER')).toEqual(['USER node']);
-    // --max-semi-space-size=2: docs/operations.md "Footprint", docs/reliability.md "Memory while streaming".
-    expect(final('ENTRYPOINT')).toEqual(['ENTRYPOINT ["node", "--max-semi-space-size=2", "dist/main.js"]']);
+    // The V8 flags of npm start: docs/operations.md "Memory flags", docs/reliability.md "Memory while streaming".
+    expect(final('ENTRYPOINT')).toEqual([
+      'ENTRYPOINT ["node", "--max-semi-space-size=2", "--scavenger-max-new-space-capacity-mb=4", "dist/main.js"]',
+    ]);
     expect(instructions.join('\n')).not.toContain('--expose-gc');
     expect(instructions.join('\n')).not.toContain('--demo');
   });

@@ -25,13 +25,18 @@ export interface ShimProcess {
  * @param env e.g. `{ UPSTREAM_URL: 'http://127.0.0.1:1234' }`; `PORT` and `ADMIN_PORT` default to 0.
  *   Without `UPSTREAM_URL` the shim runs in demo mode (`--demo`, as `npm start` does): the reference
  *   backend is its child process, so `rss()` and `peakRss()` measure the shim alone.
- * @param args More command-line flags.
+ * @param args More command-line flags of the shim.
+ * @param nodeFlags Flags of `node` itself, before the entry file: none by default; a test that needs
+ *   the documented V8 flags passes those of `npm start` and the image (test/e2e/streaming.test.ts).
+ *   Not `NODE_OPTIONS`, which refuses most V8 flags.
  */
-export function spawnShim(env: Record<string, string>, args: readonly string[] = []): Promise<ShimProcess> {
+export function spawnShim(
+  env: Record<string, string>,
+  args: readonly string[] = [],
+  nodeFlags: readonly string[] = [],
+): Promise<ShimProcess> {
   const demo = env.UPSTREAM_URL ? [] : ['--demo'];
-  // No V8 flags here: a test that needs the documented ones passes them in `NODE_OPTIONS` (as
-  // test/e2e/streaming.test.ts does with those of `npm start` and the image).
-  const child = spawn(process.execPath, ['src/main.ts', ...demo, ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, 'src/main.ts', ...demo, ...args], {
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
