@@ -3,10 +3,10 @@
  * door. Plain `node:http`, no Express: it must answer even when the request pipeline is wedged.
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
-import https from 'node:https';
 import type { Registry } from 'prom-client';
 import { sendJson } from '../proxy/respond.ts';
 import type { AdminRoute } from '../proxy/types.ts';
+import { upstreamRequest } from '../proxy/upstream-agent.ts';
 
 /** What the admin listener reports on. */
 export interface AdminOptions {
@@ -130,7 +130,7 @@ export function probeUpstream(
   options: ProbeOptions = {},
 ): Promise<boolean> {
   const target = new URL(upstream.pathname.replace(/\/+$/, '') + UPSTREAM_HEALTH_PATH, upstream);
-  const request = target.protocol === 'https:' ? https.request : http.request;
+  const request = upstreamRequest(target.protocol);
   return new Promise((resolve) => {
     let done = false;
     const finish = (ok: boolean) => {

@@ -4,9 +4,16 @@
  * upstream URL's host — never from the client's `Host`, which the shim forwards unchanged.
  */
 import http from 'node:http';
-import https from 'node:https';
+import type * as HttpsModule from 'node:https';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import { rootCertificates } from 'node:tls';
+import type * as TlsModule from 'node:tls';
+
+/**
+ * Node's TLS modules, loaded by the first `https:` transport only: `node:https` and `node:tls` cost
+ * ~3 MiB of idle RSS (docs/operations.md "Footprint") that an `http:` upstream never needs.
+ */
+const load = createRequire(import.meta.url);
 
 /** How to reach the upstream: the pool and the per-request options that address it. */
 export interface UpstreamTransport {
@@ -36,6 +43,18 @@ export function tlsServerName(hostname: string): string {
 }
 
 /**
+ * The request function for an upstream protocol: `http.request`, or `https.request` (loading
+ * `node:https` on first use).
+ * @param protocol `URL.protocol` of the upstream: `http:` or `https:`.
+ * @throws {Error} for another protocol.
+ */
+export function upstreamRequest(protocol: string): typeof http.request {
+  if (protocol === 'http:') return http.request;
+  if (protocol === 'https:') return (load('node:https') as typeof HttpsModule).request as typeof http.request;
+  throw new Error(`unsupported upstream protocol ${protocol}`);
+}
+
+/**
  * Creates the transport for an upstream URL.
  * @param upstream `http://…` or `https://…`.
  * @param caPem For `https:`: PEM certificates trusted in addition to Node's root store (`UPSTREAM_CA_FILE`).
@@ -51,6 +70,8 @@ export function createUpstreamTransport(upstream: URL, caPem?: string): Upstream
     };
   }
   if (upstream.protocol === 'https:') {
+    const https = load('node:https') as typeof HttpsModule;
+    const { rootCertificates } = load('node:tls') as typeof TlsModule;
     const agent = new https.Agent({
       ...POOL,
       rejectUnauthorized: true,
@@ -58,7 +79,7 @@ export function createUpstreamTransport(upstream: URL, caPem?: string): Upstream
     });
     return {
       agent,
-      request: https.request as typeof http.request,
+      request: upstreamRequest('https:'),
       target: {
         protocol: 'https:',
         hostname,

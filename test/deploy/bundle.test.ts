@@ -48,6 +48,15 @@ describe('dist/main.js', () => {
     expect(iconv.filter((path) => /tables|dbcs/.test(path))).toEqual([]);
   });
 
+  it("holds prom-client's metrics but not its Pushgateway, so nothing requires node:https at start", () => {
+    expect(inputs.some((path) => path.endsWith('prom-client/lib/histogram.js'))).toBe(true);
+    expect(code).toContain('prom-client Pushgateway is not in the compat-shim bundle');
+    // src/proxy/upstream-agent.ts loads node:https through its own require, for an https: upstream only.
+    expect(code).not.toContain('require("https")');
+    expect(code).not.toContain('require("node:https")');
+    expect(code).not.toContain('require("node:tls")');
+  });
+
   it('is self-contained ESM, whitespace-minified, under 1.6 MB', () => {
     expect(code.length).toBeGreaterThan(500_000);
     expect(code.length).toBeLessThan(1_600_000);
