@@ -240,6 +240,8 @@ async function main(): Promise<void> {
       nodeFlags,
     );
     processes.push(started);
+    const command = `UPSTREAM_URL=${backendUrl} ${pin(SHIM_CPUS)}node ${[...nodeFlags, CALIBRATIONS[name].file].join(' ')}`;
+    if (!commands.includes(command)) commands.push(command);
     return started;
   };
   for (const name of Object.keys(CALIBRATIONS) as Calibration[])
