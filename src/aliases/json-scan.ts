@@ -11,14 +11,13 @@
  * - No recursion: nesting is an explicit stack of one byte per level, so depth is bounded by memory only.
  * - Linear time; no object is ever built from the input, so prototype pollution is impossible.
  *
- * Two entry points with the same grammar and verdicts (both held to JSONTestSuite): {@link scanJson} for
- * a whole buffer (the request-body rewrite), and {@link JsonStreamScanner}, fed chunk by chunk with its
- * state carried across them (the streaming response patch; SPEC §6).
+ * One grammar, {@link JsonStreamScanner}, fed chunk by chunk with its state carried across them (the
+ * streaming response patch; SPEC §6), and {@link scanJson}, the same scanner over a whole buffer that also
+ * reports key token ranges (the request-body rewrite). Held to JSONTestSuite at every split.
  */
-
-/** Why and where a text is not JSON. */
 import { isUtf8 } from 'node:buffer';
 
+/** Why and where a text is not JSON. */
 export interface ScanError {
   /** Byte offset of the first byte that cannot be accepted (the length of the text for a truncated one). */
   readonly offset: number;
@@ -120,56 +119,14 @@ const IS_OBJECT = 1;
 const HAS_REPORTED = 2;
 const CURRENT_REPORTED = 4;
 
-const EXPECT_VALUE = 0;
-const AFTER_VALUE = 1;
-const EXPECT_KEY = 2;
-
 function isWhitespace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-/** Set by {@link scanString}: whether the string it last scanned contained an escape. */
+/** Set by the string scan: whether the string it last scanned contained an escape. */
 let stringHadEscape = false;
-/** Set by {@link scanString} when it returns -1: what is wrong and where. */
+/** Set by the string scan when it returns -1: what is wrong and where. */
 let stringFault: ScanError = { offset: 0, message: '' };
-
-/**
- * Scans the rest of a JSON string (RFC 8259 §7) whose opening quote is just before `i`: escapes,
- * unescaped control characters and UTF-8 (RFC 3629) are checked inline.
- * @returns The offset just after the closing quote, or -1 with {@link stringFault} set.
- */
-function scanString(text: Buffer, i: number): number {
-  stringHadEscape = false;
-  for (;;) {
-    const c = text[i];
-    if (c === undefined) return fail(text.length, 'unterminated string');
-    const cls = STRING_CLASS[c]!;
-    if (cls === 0) {
-      i++;
-    } else if (cls === 1) {
-      return i + 1;
-    } else if (cls === 2) {
-      stringHadEscape = true;
-      const e = text[i + 1];
-      if (e !== undefined && SIMPLE_ESCAPE[e] === 1) i += 2;
-      else if (
-        e === 0x75 &&
-        HEX[text[i + 2]!] &&
-        HEX[text[i + 3]!] &&
-        HEX[text[i + 4]!] &&
-        HEX[text[i + 5]!]
-      ) {
-        i += 6;
-      } else return fail(i, 'invalid escape sequence in string');
-    } else if (cls === 3) {
-      return fail(i, `unescaped control character ${found(text, i)} in string`);
-    } else {
-      const length = utf8SequenceLength(text, i);
-      if (length === 0) return fail(i, 'invalid UTF-8 in string');
-      i += length;
-    }
-  }
-}
 
 function fail(offset: number, message: string): -1 {
   stringFault = { offset, message };
@@ -223,14 +180,16 @@ function utf8SequenceLength(text: Buffer, i: number): number {
 
 /**
  * Validates a whole JSON text and reports the members of objects at depth ≤ `maxDepth` whose key is one
- * of `names` (RFC 8259; see the module comment for the exact strictness).
+ * of `names` (RFC 8259; see the module comment for the exact strictness): {@link JsonStreamScanner} over
+ * the text as one chunk, with each member's key token range found back from its value (the text is at
+ * hand and valid up to there).
  *
  * @param text The complete text, as bytes.
  * @param names Member names to report.
  * @param handler Receives the reported members (see {@link ScanHandler}); calls already made stand even
  *   when the text turns out invalid later, so a caller must discard its work on an error.
- * @param maxDepth Deepest object whose members are compared with `names` (1 = top-level object only;
- *   `Infinity` = every object). Deeper text is still validated.
+ * @param maxDepth Deepest object whose members are reported (1 = top-level object only; `Infinity` =
+ *   every object). Deeper text is still validated; nesting is not limited.
  * @returns `undefined` for a valid text, otherwise the first error with its byte offset. Never throws
  *   (unless the handler does).
  * @example
@@ -242,144 +201,41 @@ export function scanJson(
   handler: ScanHandler,
   maxDepth: number,
 ): ScanError | undefined {
-  const n = text.length;
-  let stack = new Uint8Array(64);
-  let depth = 0;
-  let i = 0;
-  let state = EXPECT_VALUE;
-  let c: number | undefined;
-
-  for (;;) {
-    if (state === AFTER_VALUE) {
-      if (depth === 0) {
-        while (isWhitespace(text[i])) i++;
-        if (i !== n) return { offset: i, message: `unexpected ${found(text, i)} after the JSON value` };
-        return undefined;
-      }
-      const flags = stack[depth]!;
-      if ((flags & CURRENT_REPORTED) !== 0) {
-        stack[depth] = flags & ~CURRENT_REPORTED;
-        handler.onValue(depth, i);
-      }
-      c = text[i];
-      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-      if (c === 0x2c) {
-        i++;
-        state = (flags & IS_OBJECT) !== 0 ? EXPECT_KEY : EXPECT_VALUE;
-        continue;
-      }
-      if ((flags & IS_OBJECT) !== 0) {
-        if (c !== 0x7d) return { offset: i, message: `expected ',' or '}' but found ${found(text, i)}` };
-        if ((flags & HAS_REPORTED) !== 0) handler.onObjectEnd(depth, i);
-      } else if (c !== 0x5d) {
-        return { offset: i, message: `expected ',' or ']' but found ${found(text, i)}` };
-      }
-      depth--;
-      i++;
-      continue;
-    }
-
-    if (state === EXPECT_KEY) {
-      c = text[i];
-      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-      if (c !== 0x22) return { offset: i, message: `expected a string key but found ${found(text, i)}` };
-      const keyStart = i;
-      i = scanString(text, i + 1);
-      if (i < 0) return stringFault;
-      const escaped = stringHadEscape;
+  const scanner = new JsonStreamScanner(names, Number.POSITIVE_INFINITY);
+  const members: StreamScanHandler = {
+    onMember(depth, name, valueStart) {
       if (depth <= maxDepth) {
-        const name = names.match(text, keyStart, i, escaped);
-        if (name >= 0) {
-          stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
-          handler.onKey(depth, name, keyStart, i);
-        }
+        // The whole text is at hand: the key token ends before the ':' that precedes the value.
+        const keyEnd = skipWhitespaceBack(text, skipWhitespaceBack(text, valueStart) - 1);
+        handler.onKey(depth, name, keyTokenStart(text, keyEnd), keyEnd);
       }
-      c = text[i];
-      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-      if (c !== 0x3a) return { offset: i, message: `expected ':' after the key but found ${found(text, i)}` };
-      i++;
-      state = EXPECT_VALUE;
-      continue;
-    }
+      return true;
+    },
+    onValue(depth, valueEnd) {
+      if (depth <= maxDepth) handler.onValue(depth, valueEnd);
+      return true;
+    },
+    onObjectEnd(depth, closeOffset) {
+      if (depth <= maxDepth) handler.onObjectEnd(depth, closeOffset);
+      return true;
+    },
+  };
+  if (scanner.write(text, members) === SCAN_OK && scanner.end() === SCAN_OK) return undefined;
+  return scanner.error;
+}
 
-    // EXPECT_VALUE
-    c = text[i];
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-    if (c === 0x22) {
-      i = scanString(text, i + 1);
-      if (i < 0) return stringFault;
-      state = AFTER_VALUE;
-      continue;
-    }
-    if (c === 0x7b || c === 0x5b) {
-      depth++;
-      if (depth === stack.length) {
-        const grown = new Uint8Array(stack.length * 2);
-        grown.set(stack);
-        stack = grown;
-      }
-      i++;
-      const isObject = c === 0x7b;
-      stack[depth] = isObject ? IS_OBJECT : 0;
-      c = text[i];
-      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text[++i];
-      if (c === (isObject ? 0x7d : 0x5d)) {
-        depth--;
-        i++;
-        state = AFTER_VALUE;
-      } else {
-        state = isObject ? EXPECT_KEY : EXPECT_VALUE;
-      }
-      continue;
-    }
-    if (c === 0x2d || (c !== undefined && c >= 0x30 && c <= 0x39)) {
-      // number = [ minus ] int [ frac ] [ exp ] (RFC 8259 §6)
-      if (c === 0x2d) c = text[++i];
-      if (c === 0x30) {
-        c = text[++i];
-      } else if (c !== undefined && c >= 0x31 && c <= 0x39) {
-        do c = text[++i];
-        while (c !== undefined && c >= 0x30 && c <= 0x39);
-      } else {
-        return { offset: i, message: `expected a digit but found ${found(text, i)}` };
-      }
-      if (c === 0x2e) {
-        c = text[++i];
-        if (c === undefined || c < 0x30 || c > 0x39) {
-          return { offset: i, message: `expected a digit after '.' but found ${found(text, i)}` };
-        }
-        do c = text[++i];
-        while (c !== undefined && c >= 0x30 && c <= 0x39);
-      }
-      if (c === 0x65 || c === 0x45) {
-        c = text[++i];
-        if (c === 0x2b || c === 0x2d) c = text[++i];
-        if (c === undefined || c < 0x30 || c > 0x39) {
-          return { offset: i, message: `expected a digit in the exponent but found ${found(text, i)}` };
-        }
-        do c = text[++i];
-        while (c !== undefined && c >= 0x30 && c <= 0x39);
-      }
-      state = AFTER_VALUE;
-      continue;
-    }
-    if (c === 0x74 && text[i + 1] === 0x72 && text[i + 2] === 0x75 && text[i + 3] === 0x65) {
-      i += 4; // true
-    } else if (
-      c === 0x66 &&
-      text[i + 1] === 0x61 &&
-      text[i + 2] === 0x6c &&
-      text[i + 3] === 0x73 &&
-      text[i + 4] === 0x65
-    ) {
-      i += 5; // false
-    } else if (c === 0x6e && text[i + 1] === 0x75 && text[i + 2] === 0x6c && text[i + 3] === 0x6c) {
-      i += 4; // null
-    } else {
-      return { offset: i, message: `expected a JSON value but found ${found(text, i)}${hint(text, i)}` };
-    }
-    state = AFTER_VALUE;
+/**
+ * Offset of the opening quote of the (validated) string token that ends just before `tokenEnd`: the
+ * nearest quote before its closing one that no backslash escapes (an even run of backslashes before it).
+ */
+function keyTokenStart(text: Buffer, tokenEnd: number): number {
+  for (let q = tokenEnd - 2; q >= 0; q--) {
+    if (text[q] !== 0x22) continue;
+    let k = q - 1;
+    while (text[k] === 0x5c) k--;
+    if ((q - 1 - k) % 2 === 0) return q;
   }
+  return -1;
 }
 
 /** Offset of the first byte at or after `i` that is not JSON whitespace (RFC 8259 §2). */
@@ -455,6 +311,17 @@ const N_FRAC = 5;
 const N_E = 4;
 const N_ESIGN = 6;
 const N_EXP = 7;
+
+/** What a number cut in a non-final sub-state still needs (RFC 8259 §6), by sub-state. */
+const NUMBER_EXPECTED: readonly string[] = [
+  'expected a digit', // N_MINUS
+  '',
+  "expected a digit after '.'", // N_DOT
+  '',
+  'expected a digit in the exponent', // N_E
+  '',
+  'expected a digit in the exponent', // N_ESIGN
+];
 
 // What an error message says was expected.
 const E_AFTER_TEXT = 0;
@@ -1098,14 +965,49 @@ export class JsonStreamScanner {
     const complete =
       this.#depth === 0 && (state === S_AFTER || (state === S_NUMBER && (this.#numSub & 1) === 1));
     if (complete) return SCAN_OK;
-    const message =
-      state === S_STRING || state === S_KEY_STRING
-        ? 'unterminated string'
-        : state === S_NUMBER && (this.#numSub & 1) === 0
-          ? 'expected a digit but found the end of the text'
-          : 'unexpected end of the text';
-    this.error = { offset: this.#base, message };
+    // What was expected where the text ended, as a byte there would have been told.
+    const end = this.#base;
+    let offset = end;
+    let message: string;
+    switch (state) {
+      case S_STRING:
+      case S_KEY_STRING:
+        message = 'unterminated string';
+        break;
+      case S_NUMBER:
+        // A number that may end here ended the value: what follows a value was expected.
+        message =
+          (this.#numSub & 1) === 1
+            ? this.#expectedAfterValue()
+            : `${NUMBER_EXPECTED[this.#numSub]} but found the end of the text`;
+        break;
+      case S_LITERAL:
+        // A cut literal is no value: the error is at its first byte, as for one that goes wrong.
+        offset = end - this.#literalPos;
+        message = `expected a JSON value but found '${String.fromCharCode(LITERALS[this.#literal]![0]!)}'`;
+        break;
+      case S_AFTER:
+        message = this.#expectedAfterValue();
+        break;
+      case S_KEY:
+      case S_OPEN_OBJECT:
+        message = 'expected a string key but found the end of the text';
+        break;
+      case S_COLON:
+        message = "expected ':' after the key but found the end of the text";
+        break;
+      default:
+        // S_VALUE, S_OPEN_ARRAY, S_MEMBER_VALUE
+        message = 'expected a JSON value but found the end of the text';
+    }
+    this.error = { offset, message };
     return SCAN_INVALID;
+  }
+
+  /** The message for a text that ends after a value inside an array or object. */
+  #expectedAfterValue(): string {
+    const closer = (this.#stack[this.#depth]! & IS_OBJECT) !== 0 ? '}' : ']';
+    return `expected ',' or '${closer}' but found the end of the text`;
   }
 
   #fault(): ScanStatus {
