@@ -7,8 +7,6 @@
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
 
-import http from 'node:http';
-import type { Socket } from 'node:net';
 import {
   brotliCompressSync,
   brotliDecompressSync,
@@ -20,8 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateMissionList } from '../../bench/lib/upstream.ts';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
-import { type Reply, send } from '../helpers/http.ts';
-import { waitFor } from '../helpers/poll.ts';
+import { getWhenWritesQueue, type Reply, send } from '../helpers/http.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -499,24 +496,10 @@ describe('a slow client (backpressure)', () => {
       if (received.includes('\r\n\r\n')) socket.end(wire);
     });
     const stack = await startStack({ UPSTREAM_URL: raw.url });
-    const toClient: Socket[] = [];
-    stack.server.on('connection', (socket: Socket) => toClient.push(socket));
     try {
-      const body = await new Promise<Buffer>((resolve, reject) => {
-        const req = http.get(`${stack.url}/missions`, { headers: LEGACY, agent: false }, (res) => {
-          // Read nothing until the shim's writes to this client queue up behind full socket buffers
-          // (their write callbacks, which give the buffers back to the patch, still pending).
-          res.pause();
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => resolve(Buffer.concat(chunks)));
-          res.on('error', reject);
-          waitFor(() => (toClient[0]?.writableLength ?? 0) >= 16 * 1024, {
-            what: "the shim's writes to the paused client to queue up",
-          }).then(() => res.resume(), reject);
-        });
-        req.on('error', reject);
-      });
+      // Reads nothing until the shim's writes to this client queue up behind full socket buffers
+      // (their write callbacks, which give the buffers back to the patch, still pending).
+      const body = await getWhenWritesQueue(stack.server, `${stack.url}/missions`, LEGACY);
       // Valid JSON first: the oracle's reader assumes it (bytes overwritten in the socket's queue would
       // most likely break it).
       expect(() => JSON.parse(body.toString('utf8'))).not.toThrow();

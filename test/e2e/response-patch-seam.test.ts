@@ -24,8 +24,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
 import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/proxy/types.ts';
-import { getOutcome, send } from '../helpers/http.ts';
-import { waitFor } from '../helpers/poll.ts';
+import { getOutcome, getWhenWritesQueue, send } from '../helpers/http.ts';
 
 const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
 
@@ -384,21 +383,8 @@ describe('buffers recycled to the patch', () => {
     });
     const counts = { recycled: 0, allocated: 0 };
     const shim = await startCore(up.url, {}, undefined, reusingPlugin(counts));
-    const toClient: Socket[] = [];
-    shim.server.on('connection', (socket: Socket) => toClient.push(socket));
-    const body = await new Promise<Buffer>((resolve, reject) => {
-      const req = http.get(`${shim.url}/big`, { headers: CLIENT, agent: false }, (res) => {
-        res.pause(); // read nothing until the shim's writes to this client queue up
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve(Buffer.concat(chunks)));
-        res.on('error', reject);
-        waitFor(() => (toClient[0]?.writableLength ?? 0) >= 16 * 1024, {
-          what: "the shim's writes to the paused client to queue up",
-        }).then(() => res.resume(), reject);
-      });
-      req.on('error', reject);
-    });
+    // Reads nothing until the shim's writes to this client queue up.
+    const body = await getWhenWritesQueue(shim.server, `${shim.url}/big`, CLIENT);
     const expected = Buffer.concat(Array.from({ length: pieces }, (_, k) => bodyOf(k)));
     for (let i = 0; i < expected.length; i++) if (expected[i] === 0x61) expected[i] = 0x41;
     expect(body.length).toBe(expected.length);

@@ -2,8 +2,9 @@
  * Small HTTP clients for tests: `send` for ordinary requests with exact headers, `sendRaw` for bytes
  * no well-behaved client would write (smuggling, absolute-form targets, bad framing).
  */
-import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import net from 'node:net';
+import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from 'node:http';
+import net, { type Socket } from 'node:net';
+import { waitFor } from './poll.ts';
 
 /** A complete response. */
 export interface Reply {
@@ -220,4 +221,43 @@ export function pipelinedGets(
       });
     });
   return Promise.all(Array.from({ length: connections }, connection)).then(() => statuses);
+}
+
+/** Bytes a server must have queued for the client before {@link getWhenWritesQueue} starts reading. */
+const QUEUED_BEFORE_READING = 16 * 1024;
+
+/**
+ * GETs `url` as a slow client: it reads nothing until the server's writes to it queue up behind full
+ * socket buffers (the server-side socket's `writableLength` reaches 16 KiB, their write callbacks still
+ * pending), then reads the whole body. The request must be the server's next connection.
+ * @param server The server that accepts the request (to watch its side of the connection).
+ * @param url Full URL of the request; a fresh connection (`agent: false`).
+ * @returns The body as received.
+ * @throws {Error} when the request fails or the writes never queue up (see `waitFor`).
+ */
+export async function getWhenWritesQueue(
+  server: Server,
+  url: string,
+  headers: OutgoingHttpHeaders,
+): Promise<Buffer> {
+  const toClient: Socket[] = [];
+  const onConnection = (socket: Socket) => toClient.push(socket);
+  server.on('connection', onConnection);
+  try {
+    return await new Promise<Buffer>((resolve, reject) => {
+      const req = http.get(url, { headers, agent: false }, (res) => {
+        res.pause();
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve(Buffer.concat(chunks)));
+        res.on('error', reject);
+        waitFor(() => (toClient[0]?.writableLength ?? 0) >= QUEUED_BEFORE_READING, {
+          what: "the server's writes to the paused client to queue up",
+        }).then(() => res.resume(), reject);
+      });
+      req.on('error', reject);
+    });
+  } finally {
+    server.off('connection', onConnection);
+  }
 }

@@ -112,6 +112,16 @@ function setUp() {
   return { source, target, patch, writeHead, onEnd, onError };
 }
 
+/** A pump with {@link reusingPatch}, its head already sent. */
+function setUpReusing() {
+  const source = new FakeSource();
+  const target = new FakeTarget();
+  target.headersSent = true;
+  const patch = reusingPatch();
+  pumpPatch(source, target, patch, vi.fn(), vi.fn(), vi.fn());
+  return { source, target, patch };
+}
+
 describe('pumpPatch', () => {
   it('writes the head just before the first patched byte, then the body, the end and the outcome', () => {
     const { source, target, writeHead, onEnd, onError } = setUp();
@@ -154,11 +164,7 @@ describe('pumpPatch', () => {
   });
 
   it('gives the patch its buffer back only once the socket wrote it, so queued bytes never change', () => {
-    const source = new FakeSource();
-    const target = new FakeTarget();
-    target.headersSent = true;
-    const patch = reusingPatch();
-    pumpPatch(source, target, patch, vi.fn(), vi.fn(), vi.fn());
+    const { source, target, patch } = setUpReusing();
     source.emit('data', Buffer.from('ab'));
     source.emit('data', Buffer.from('cd')); // 'AB' still queued: 'CD' must not go into its memory
     expect(patch.recycled).toEqual([]);
@@ -171,11 +177,7 @@ describe('pumpPatch', () => {
   });
 
   it('does not give back a buffer whose write failed, nor the chunk passed through as it came', () => {
-    const source = new FakeSource();
-    const target = new FakeTarget();
-    target.headersSent = true;
-    const patch = reusingPatch();
-    pumpPatch(source, target, patch, vi.fn(), vi.fn(), vi.fn());
+    const { source, target, patch } = setUpReusing();
     source.emit('data', Buffer.from('ab'));
     target.flushOne(new Error('EPIPE'));
     expect(patch.recycled).toEqual([]);
