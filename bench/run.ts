@@ -40,6 +40,7 @@ import {
   timeFirstByte,
   upload,
 } from './lib/transfer.ts';
+import { EQUAL_OUTPUT_ITEMS } from './lib/upstream.ts';
 import { runWrk, type WrkLoad, type WrkResult } from './lib/wrk.ts';
 
 /**
@@ -82,6 +83,8 @@ const TRANSFER_BYTES = (SMOKE ? 16 : Number(args['transfer-mib'])) * 1024 * 1024
 const LIST_SIZES = [10, 100, 1000];
 /** The list whose legacy (patched) throughput is compared with the shim's own pass-through of it. */
 const PASS_THROUGH_LIST = 1000;
+/** The list as large as {@link PASS_THROUGH_LIST} once patched: its pass-through is shown as context. */
+const EQUAL_OUTPUT_LIST = EQUAL_OUTPUT_ITEMS;
 const FIRST_BYTE_SAMPLES = SMOKE ? 3 : Number(args['first-byte-samples']);
 const TEN_MB_ITEMS = 15_500; // ≈ 10 MB of JSON
 const CONCURRENT_LIST_ITEMS = 2_100; // ≈ 1.4 MB of JSON
@@ -172,7 +175,7 @@ interface RelativeTarget {
   measure: 'cpu' | 'rps' | 'p99';
   /** The id of the load it is compared with. */
   of: string;
-  /** This load's figure / the other's must be ≤ `max` or ≥ `min`. */
+  /** This load's figure / the other's must be ≤ `max` or ≥ `min`; neither: context, no verdict. */
   max?: number;
   min?: number;
   /** Where the target comes from, e.g. `issue 9`. */
@@ -565,6 +568,7 @@ function defineLoads(direct: string, shim: string, calibration: Record<Calibrati
                 relative: [
                   { measure: 'rps', of: passThrough, min: 0.5, source: 'issue 9' },
                   { measure: 'p99', of: passThrough, max: 2, source: 'issue 9' },
+                  { measure: 'rps', of: `list${EQUAL_OUTPUT_LIST}-current`, source: 'context' },
                 ],
               },
             }
@@ -572,6 +576,23 @@ function defineLoads(direct: string, shim: string, calibration: Record<Calibrati
       },
     );
   }
+  const equalOutput = `/debug/json?items=${EQUAL_OUTPUT_LIST}`;
+  loads.push(
+    {
+      id: `list${EQUAL_OUTPUT_LIST}-direct`,
+      label: `list of ${EQUAL_OUTPUT_LIST} (the patched list of ${PASS_THROUGH_LIST}'s size), direct`,
+      via: 'direct',
+      group: `list${EQUAL_OUTPUT_LIST}`,
+      load: { url: `${direct}${equalOutput}`, headers: API_KEY },
+    },
+    {
+      id: `list${EQUAL_OUTPUT_LIST}-current`,
+      label: `list of ${EQUAL_OUTPUT_LIST} (the patched list of ${PASS_THROUGH_LIST}'s size), shim, 1.0 client (pass-through)`,
+      via: 'shim',
+      group: `list${EQUAL_OUTPUT_LIST}`,
+      load: { url: `${shim}${equalOutput}`, headers: CURRENT },
+    },
+  );
   return loads;
 }
 
@@ -695,11 +716,20 @@ function renderReport(input: ReportInput): string {
       const theirs = samples.get(rel.of)!;
       // Round by round: both loads ran a few seconds apart in the same round.
       const r = median(own.map((s, i) => figure(s, rel.measure) / figure(theirs[i]!, rel.measure)));
-      const bound = rel.max !== undefined ? `≤ ${rel.max.toFixed(2)}×` : `≥ ${rel.min!.toFixed(2)}×`;
+      const bound =
+        rel.max !== undefined
+          ? `≤ ${rel.max.toFixed(2)}×`
+          : rel.min !== undefined
+            ? `≥ ${rel.min.toFixed(2)}×`
+            : 'compared with';
       targets.push([
         `${load.label}: ${measureName[rel.measure]} ${bound} ${other.label} (${rel.source})`,
         `${fixed(r, 2)}× (${fixed(median(own.map((s) => figure(s, rel.measure))), rel.measure === 'p99' ? 2 : 0)} / ${fixed(median(theirs.map((s) => figure(s, rel.measure))), rel.measure === 'p99' ? 2 : 0)})`,
-        verdict(rel.max !== undefined ? r <= rel.max : r >= rel.min!),
+        rel.max !== undefined
+          ? verdict(r <= rel.max)
+          : rel.min !== undefined
+            ? verdict(r >= rel.min)
+            : 'context',
       ]);
     }
     if (target.ratio !== undefined)
