@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRequestLog } from '../../src/observability/request-log.ts';
 import { createExchangeState, stateOf } from '../../src/proxy/exchange.ts';
+import { waitFor } from '../helpers/poll.ts';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -43,8 +44,13 @@ async function start() {
   app.get('/ok', (_req, res) => {
     res.status(200).end('ok');
   });
+  // Resolved when /hang's request has reached its handler (the client may abort from then on).
+  let hangReached: () => void = () => undefined;
+  const hung = new Promise<void>((resolve) => {
+    hangReached = resolve;
+  });
   app.get('/hang', () => {
-    // never answers: the client gives up
+    hangReached(); // never answers: the client gives up
   });
   server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -54,20 +60,19 @@ async function start() {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { url, lines };
+  return { url, lines, hung };
 }
 
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-}
+const until = (check: () => boolean, what: string) => waitFor(check, { what });
 
 describe('request log lines', () => {
   it('logs a 5xx at level error with the same message, once', async () => {
     const { url, lines } = await start();
     await fetch(`${url}/fail`);
-    await until(() => lines().length > 0);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(lines()).toHaveLength(1);
+    // A second request's line comes after everything the first one logged: the first logged once.
+    await fetch(`${url}/ok`);
+    await until(() => lines().some((l) => (l.req as { path: string }).path === '/ok'), 'the /ok line');
+    expect(lines().map((l) => (l.req as { path: string }).path)).toEqual(['/fail', '/ok']);
     expect(lines()[0]).toMatchObject({ level: 50, msg: 'request completed', res: { statusCode: 502 } });
     expect(lines()[0]).not.toHaveProperty('aborted');
   });
@@ -76,7 +81,7 @@ describe('request log lines', () => {
     const { url, lines } = await start();
     await fetch(`${url}/ok`);
     await fetch(`${url}/ok?secret=1`);
-    await until(() => lines().length >= 2);
+    await until(() => lines().length >= 2, 'two lines');
     expect(lines().map((l) => [l.reqId, l.level, (l.req as { path: string }).path])).toEqual([
       [1, 30, '/ok'],
       [2, 30, '/ok'],
@@ -84,13 +89,13 @@ describe('request log lines', () => {
   });
 
   it('marks a request whose connection closed before the response ended', async () => {
-    const { url, lines } = await start();
+    const { url, lines, hung } = await start();
     const controller = new AbortController();
     const pending = fetch(`${url}/hang`, { signal: controller.signal }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 50));
+    await hung;
     controller.abort();
     await pending;
-    await until(() => lines().length > 0);
+    await until(() => lines().length > 0, 'the /hang line');
     expect(lines()).toHaveLength(1);
     expect(lines()[0]).toMatchObject({ msg: 'request completed', aborted: true, req: { path: '/hang' } });
   });

@@ -1,6 +1,7 @@
 /**
- * Small HTTP clients for tests: `send` for ordinary requests with exact headers, `sendRaw` for bytes
- * no well-behaved client would write (smuggling, absolute-form targets, bad framing).
+ * Small HTTP clients for tests: `send` for ordinary requests with exact headers, `sendRawUntilClose`
+ * for bytes no well-behaved client would write (smuggling, absolute-form targets, bad framing), read
+ * until the server closes the connection (never until some silence).
  */
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from 'node:http';
 import net, { type Socket } from 'node:net';
@@ -56,39 +57,40 @@ export function send(
 }
 
 /**
- * Writes raw bytes to a fresh connection and collects everything the server sends until it closes
- * the connection or `idleMs` pass without data.
- * @returns The raw response text (possibly several responses, or empty).
+ * Writes raw bytes to a fresh connection and collects everything the server sends until the server
+ * closes the connection: for exchanges whose end is a close (a rejected request, or a pipelined last
+ * request with `Connection: close`), so that "nothing else came" is proven by the close, not by a
+ * silence of some length.
+ * @returns The raw response text (possibly several responses, or empty), latin1.
+ * @throws {Error} when the connection is still open after `timeoutMs` (default 5,000), with what
+ *   arrived so far; or on a socket error before any byte arrived.
  */
-export function sendRaw(base: string, bytes: string | Buffer, idleMs = 300): Promise<string> {
+export function sendRawUntilClose(base: string, bytes: string | Buffer, timeoutMs = 5_000): Promise<string> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
     let out = '';
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        socket.destroy();
-        resolve(out);
-      }, idleMs);
-    };
-    socket.on('connect', () => {
-      socket.write(bytes);
-      arm();
-    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(
+        new Error(
+          `the server kept the connection open for ${timeoutMs} ms; received: ${JSON.stringify(out)}`,
+        ),
+      );
+    }, timeoutMs);
+    socket.on('connect', () => socket.write(bytes));
     socket.on('data', (d) => {
       out += d.toString('latin1');
-      arm();
     });
     socket.on('close', () => {
       clearTimeout(timer);
       resolve(out);
     });
     socket.on('error', (err) => {
+      // A reset after the response (the server closing with unread bytes) still ends the exchange.
+      if (out !== '') return;
       clearTimeout(timer);
-      if (out) resolve(out);
-      else reject(err);
+      reject(err);
     });
   });
 }

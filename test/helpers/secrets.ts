@@ -28,7 +28,7 @@ export const SECRET_HEADERS = {
   authorization: `Bearer ${SECRETS.authorization}`,
   'proxy-authorization': `Basic ${SECRETS.proxyAuthorization}`,
 };
-/** {@link SECRET_HEADERS} as raw header lines, each ending in CRLF (for `sendRaw` and sockets). */
+/** {@link SECRET_HEADERS} as raw header lines, each ending in CRLF (for `sendRawUntilClose` and sockets). */
 export const RAW_SECRET_HEADERS =
   `Cookie: ${COOKIE}\r\nX-Api-Key: ${SECRETS.apiKey}\r\nX-Service-Token: ${SECRETS.customKey}\r\n` +
   `Authorization: Bearer ${SECRETS.authorization}\r\nProxy-Authorization: Basic ${SECRETS.proxyAuthorization}\r\n`;

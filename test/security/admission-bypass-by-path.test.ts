@@ -17,7 +17,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from '../fuzz/budget.ts';
-import { send, sendRaw, statusesIn } from '../helpers/http.ts';
+import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, type FramedRequest, markRequests } from '../helpers/http1-frames.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
@@ -59,11 +59,10 @@ function mayPassUnchecked(r: FramedRequest): boolean {
 /** Sends an unauthenticated request (a valid version, so only the credential gate stands). */
 async function probe(target: string, method = 'GET', extra = ''): Promise<number[]> {
   const since = markRequests(upstream.received);
-  const raw = await sendRaw(
+  const raw = await sendRawUntilClose(
     stack.url,
-    // `Connection: close` only lets the probe end at the response instead of an idle wait.
+    // `Connection: close` ends the exchange at the response.
     `${method} ${target} HTTP/1.1\r\nHost: shim.test\r\nConnection: close\r\nService-Client-Version: 1.0.0\r\n${extra}\r\n`,
-    100,
   );
   const forwarded = since();
   for (const r of forwarded)

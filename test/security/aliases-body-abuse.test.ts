@@ -21,7 +21,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { send, sendRaw, statusesIn } from '../helpers/http.ts';
+import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, markRequests } from '../helpers/http1-frames.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
@@ -179,10 +179,9 @@ describe('requests', () => {
     it('beyond MAX_REWRITE_BODY chunked → 413 after 1 MiB, connection closed', async () => {
       const head = `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
       const chunk = body().slice(0, 2 * 1024 * 1024);
-      const raw = await sendRaw(
+      const raw = await sendRawUntilClose(
         stack.url,
         `${head}${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
-        500,
       );
       expect(statusesIn(raw)).toEqual([413]);
       expect(raw).toMatch(/Connection: close/i);

@@ -15,14 +15,14 @@
  * one response.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { send, sendRaw, statusesIn } from '../helpers/http.ts';
+import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, type FramedRequest, frameRequests } from '../helpers/http1-frames.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
-// Every test starts its own stack and upstream; the tests of each describe run concurrently (most of
-// their time is `attack`'s idle wait), so what they started is closed after the file.
+// Every test starts its own stack and upstream; the tests of each describe run concurrently, so what
+// they started is closed after the file.
 const stacks: Stack[] = [];
 const upstreams: RawUpstream[] = [];
 afterAll(async () => {
@@ -44,13 +44,37 @@ async function stackWithRecorder() {
   return { upstream, stack };
 }
 
-/** Sends raw bytes; returns the client-side statuses and every request the upstream framed. */
+/**
+ * The last request of every attack, pipelined after it on the same connection: admitted, so that the
+ * shim forwards it (after everything it made of the attack), and `Connection: close`, so that the
+ * shim closes the connection once it has answered it. The close ends the exchange: whatever the shim
+ * made of the attack's bytes has reached the client and the upstream by then.
+ */
+const SENTINEL = `GET /sentinel HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`;
+
+/** What the upstream received on each connection, up to the sentinel request (cut off). */
+function beforeSentinel(received: readonly string[]): string[] {
+  return received.map((r) => {
+    const at = r.indexOf('GET /sentinel HTTP/1.1\r\n');
+    return at === -1 ? r : r.slice(0, at);
+  });
+}
+
+/**
+ * Sends raw bytes, then the sentinel, and reads until the shim closes the connection (a rejection
+ * closes it before the sentinel is read). Returns the client-side responses and what the upstream
+ * received, both without the sentinel's.
+ */
 async function attack(bytes: string) {
   const { upstream, stack } = await stackWithRecorder();
-  const raw = await sendRaw(stack.url, bytes, 150);
-  const framings = upstream.received.map((r) => frameRequests(r));
+  let raw = await sendRawUntilClose(stack.url, `${bytes}${SENTINEL}`);
+  // The upstream echoes the target it framed: the sentinel's response is the one that names it.
+  const echo = raw.indexOf('"target":"/sentinel"');
+  if (echo !== -1) raw = raw.slice(0, raw.lastIndexOf('HTTP/1.1 ', echo));
+  const received = beforeSentinel(upstream.received);
+  const framings = received.map((r) => frameRequests(r));
   const requests: FramedRequest[] = framings.flatMap((f) => f.requests);
-  return { stack, upstream, raw, statuses: statusesIn(raw), requests, framings };
+  return { stack, upstream, raw, statuses: statusesIn(raw), requests, framings, received };
 }
 
 describe.concurrent('ambiguous framing is rejected before anything reaches the upstream', () => {
@@ -128,9 +152,9 @@ describe.concurrent('ambiguous framing is rejected before anything reaches the u
       `POST /debug/echo HTTP/1.1\r\n${AUTH}X-A: 1\rContent-Length: 40\r\nContent-Length: 0\r\n\r\n`,
     ],
   ])('%s → one 400, the upstream sees nothing', async (_name, bytes) => {
-    const { statuses, upstream, raw } = await attack(bytes);
+    const { statuses, received, raw } = await attack(bytes);
     expect(statuses, raw).toEqual([400]);
-    expect(upstream.received.join('')).toBe('');
+    expect(received.join('')).toBe('');
   });
 });
 
@@ -150,11 +174,11 @@ describe.concurrent('bodies whose framing is unambiguous are re-framed, so the h
   });
 
   it('a chunked "preflight" is no preflight: it is checked, and nothing reaches the upstream', async () => {
-    const { statuses, upstream } = await attack(
+    const { statuses, received } = await attack(
       `OPTIONS /user/me HTTP/1.1\r\nHost: shim.test\r\nOrigin: https://app.test\r\nAccess-Control-Request-Method: GET\r\nTransfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`,
     );
     expect(statuses).toEqual([426]);
-    expect(upstream.received.join('')).toBe('');
+    expect(received.join('')).toBe('');
   });
 
   it('Transfer-Encoding spelled cHuNkEd or after a tab is still chunked', async () => {
@@ -239,11 +263,11 @@ describe.concurrent('a rejected request with a body', () => {
     ['Content-Length', `Content-Length: ${HIDDEN.length}\r\n\r\n${HIDDEN}`],
     ['chunked', `Transfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`],
   ])('(%s) gets one 401; its body is never read as a request', async (_name, rest) => {
-    const { statuses, upstream } = await attack(
+    const { statuses, received } = await attack(
       `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\n${rest}`,
     );
     expect(statuses).toEqual([401]);
-    expect(upstream.received.join('')).toBe('');
+    expect(received.join('')).toBe('');
   });
 
   it('a pipelined request after a rejected one is judged on its own', async () => {

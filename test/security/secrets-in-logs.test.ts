@@ -17,7 +17,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
-import { send, sendRaw } from '../helpers/http.ts';
+import { send, sendRawUntilClose } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import {
@@ -85,9 +85,9 @@ describe('no credential in any log line', () => {
       'x-service-token': SECRETS.customKey,
       'X-Service-Token': SECRETS.customKey,
     }); // 401: two keys
-    await sendRaw(
+    await sendRawUntilClose(
       reference.url,
-      `GET /api/health/%2e%2e/user/me HTTP/1.1\r\nHost: x\r\n${RAW_SECRET_HEADERS}\r\n`,
+      `GET /api/health/%2e%2e/user/me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${RAW_SECRET_HEADERS}\r\n`,
     ); // 400
     await send(reference.url, 'GET', '/user/me', {
       ...LEGACY,
@@ -96,19 +96,19 @@ describe('no credential in any log line', () => {
       connection: 'upgrade',
     }).catch(() => {}); // 501
     // Refused by the HTTP parser (clientError carries the raw packet).
-    await sendRaw(
+    await sendRawUntilClose(
       reference.url,
       `GET /user/me HTTP/1.1\r\nHost: x\r\n${RAW_SECRET_HEADERS}Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n`,
     );
-    await sendRaw(
+    await sendRawUntilClose(
       reference.url,
       `GET /user/me HTTP/1.1\r\nHost: x\r\n${RAW_SECRET_HEADERS}X-Bad: a\x00b\r\n\r\n`,
     );
-    await sendRaw(
+    await sendRawUntilClose(
       reference.url,
       `GET /user/me HTTP/1.1\r\nHost: x\r\n${RAW_SECRET_HEADERS}X-Pad: ${'p'.repeat(20_000)}\r\n\r\n`,
     ); // 431
-    await sendRaw(
+    await sendRawUntilClose(
       reference.url,
       `CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n${RAW_SECRET_HEADERS}\r\n`,
     );
