@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRequestLog } from '../../src/observability/request-log.ts';
 import { createExchangeState, stateOf } from '../../src/proxy/exchange.ts';
+import { waitFor } from '../helpers/poll.ts';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -56,7 +57,21 @@ async function start() {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { url, lines, text: () => text };
+  const pathOf = (l: Record<string, unknown>) => (l.req as { path: string }).path;
+  /**
+   * Sends a last request and waits for its line: the lines of the requests before it are all written
+   * by then (each is written when its response finishes). Returns those, without the last one's.
+   */
+  const settled = async () => {
+    await fetch(`${url}/settled`);
+    await waitFor(() => lines().some((l) => pathOf(l) === '/settled'), { what: 'the /settled line' });
+    return lines().filter((l) => pathOf(l) !== '/settled');
+  };
+  const settledText = async () => {
+    await settled();
+    return text;
+  };
+  return { url, lines: settled, text: settledText };
 }
 
 describe('request log', () => {
@@ -65,8 +80,7 @@ describe('request log', () => {
     await fetch(`${url}/missions/5f0c2a64-1b1e-4c2d-9a4b-0f0e9d8c7b6a/metadata?tags=secret-query`, {
       method: 'POST',
     });
-    await new Promise((r) => setTimeout(r, 20));
-    const all = lines();
+    const all = await lines();
     expect(all).toHaveLength(1);
     const [line] = all;
     expect(line).toMatchObject({
@@ -84,8 +98,7 @@ describe('request log', () => {
   it('records why the shim rejected a request', async () => {
     const { url, lines } = await start();
     await fetch(`${url}/user/me`, { headers: { 'x-reject': '1' } });
-    await new Promise((r) => setTimeout(r, 20));
-    expect(lines()[0]).toMatchObject({ res: { statusCode: 401 }, rejection: 'credentials' });
+    expect((await lines())[0]).toMatchObject({ res: { statusCode: 401 }, rejection: 'credentials' });
   });
 
   it('never writes cookies, API keys, Authorization or Set-Cookie', async () => {
@@ -97,10 +110,10 @@ describe('request log', () => {
         authorization: 'Bearer bearer-secret',
       },
     });
-    await new Promise((r) => setTimeout(r, 20));
+    const written = await text();
     for (const s of ['cookie-secret', 'refresh-secret', 'apikey-secret', 'bearer-secret']) {
-      expect(text()).not.toContain(s);
+      expect(written).not.toContain(s);
     }
-    expect(text()).toContain('request completed');
+    expect(written).toContain('request completed');
   });
 });
