@@ -162,6 +162,17 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await closeQuietly();
     throw err;
   }
+  // Once listening, a listener's 'error' is a failed accept (ENOBUFS, ENOMEM; EMFILE and ENFILE are
+  // absorbed by libuv, which sheds the pending connections): one connection is lost, the listener
+  // goes on. Unheard, Node would throw it and end the process with every exchange in flight.
+  for (const [listener, server] of [
+    ['front', front],
+    ['admin', admin],
+  ] as const) {
+    server.on('error', (err) =>
+      logger.error({ err, listener }, 'listener error: a connection was not accepted'),
+    );
+  }
   const address = (server: Server) => {
     const { address, port, family } = server.address() as AddressInfo;
     return `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`;
