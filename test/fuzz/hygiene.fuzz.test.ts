@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkFraming, checkRequestTarget, checkSingleHost } from '../../src/gates/hygiene.ts';
+import { checkFraming, checkHost, checkRequestTarget, checkSingleHost } from '../../src/gates/hygiene.ts';
 import { publicPathMatcher } from '../../src/gates/public-paths.ts';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from './budget.ts';
 import { anyCodePoint } from './code-points.ts';
@@ -175,7 +175,7 @@ describe('checkRequestTarget', () => {
   );
 });
 
-describe('checkFraming and checkSingleHost', () => {
+describe('checkFraming, checkSingleHost and checkHost', () => {
   const headerValue = fc.oneof(
     fc.constantFrom(
       'chunked',
@@ -216,6 +216,52 @@ describe('checkFraming and checkSingleHost', () => {
         fc.property(fc.array(fc.tuple(name, fc.string({ maxLength: 5 })), { maxLength: 8 }), (pairs) => {
           const hosts = pairs.filter(([n]) => n.toLowerCase() === 'host').length;
           expect(checkSingleHost(pairs.flat()) === undefined).toBe(hosts <= 1);
+        }),
+        fuzzParams(),
+      );
+    },
+    FUZZ_TIMEOUT_MS,
+  );
+
+  const port = fc.option(
+    fc.integer({ min: 0, max: 65535 }).map((p) => `:${p}`),
+    { nil: '' },
+  );
+  const name = fc.oneof(fc.domain(), fc.ipV4());
+
+  it(
+    'accepts every DNS name, IPv4 address and bracketed IPv6 address, with or without a port',
+    () => {
+      fc.assert(
+        fc.property(
+          fc.oneof(
+            name,
+            fc.ipV6().map((a) => `[${a}]`),
+          ),
+          port,
+          (host, p) => {
+            expect(checkHost(`${host}${p}`)).toBeUndefined();
+          },
+        ),
+        fuzzParams(),
+      );
+    },
+    FUZZ_TIMEOUT_MS,
+  );
+
+  it(
+    'rejects a host name with any character outside the grammar, wherever it is (Host header injection)',
+    () => {
+      // Not in RFC 3986's reg-name nor a port: what would let an upstream read a path, a user or markup.
+      const stray = fc.oneof(
+        fc.constantFrom(...' /\\?#@"<>[]^`{|}\t\r\n\u0000\u007f\u00a0'.split('')),
+        anyCodePoint.filter((c) => c.codePointAt(0)! > 0x7f),
+      );
+      fc.assert(
+        fc.property(name, port, stray, fc.nat(), (host, p, c, at) => {
+          const whole = `${host}${p}`;
+          const k = at % (whole.length + 1);
+          expect(checkHost(`${whole.slice(0, k)}${c}${whole.slice(k)}`)).toBeDefined();
         }),
         fuzzParams(),
       );

@@ -11,6 +11,9 @@
  * - Cookies with empty or repeated names (`authtoken=; authtoken=x`), quoted or percent-encoded empty
  *   values, names in another case, `__proto__` as a cookie name.
  * - An `x-api-key` of only whitespace, which must not count as a credential.
+ * - Host header injection: a `Host` that is not a host and port (`evil.test/reset`, `a@evil.test`,
+ *   markup), which an upstream building links or redirects from `Host` / `X-Forwarded-Host` would
+ *   echo: 400 (RFC 9112 §3.2), nothing forwarded; a valid host and port still pass through.
  *
  * The upstream is a raw TCP server recording every byte; each case checks the status the client got
  * and exactly what reached the upstream.
@@ -158,6 +161,43 @@ describe('duplicate headers', () => {
     expect(statuses).toEqual([400]);
     expect(raw).toContain('Send exactly one Host header.');
     expect(forwarded).toEqual([]);
+  });
+
+  it.each([
+    'evil.test/reset?to=attacker',
+    'a@evil.test',
+    'shim.test:80:80',
+    'shim.test x',
+    'x"><script>alert(1)</script>',
+    '[::1',
+  ])('Host header injection: Host: %s → 400, nothing forwarded', async (host) => {
+    const since = markRequests(upstream.received);
+    const raw = await sendRawUntilClose(
+      stack.url,
+      Buffer.from(
+        `GET /api/health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n\r\n`,
+        'latin1',
+      ),
+    );
+    expect(statusesIn(raw)).toEqual([400]);
+    expect(raw).toContain('The Host header must be a host name or address with an optional port');
+    expect(since()).toEqual([]);
+  });
+
+  it('a valid Host with a port reaches the upstream as sent, and in X-Forwarded-Host', async () => {
+    const since = markRequests(upstream.received);
+    const raw = await sendRawUntilClose(
+      stack.url,
+      Buffer.from(
+        'GET /api/health HTTP/1.1\r\nHost: [::1]:8443\r\nConnection: close\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n\r\n',
+        'latin1',
+      ),
+    );
+    expect(statusesIn(raw)).toEqual([200]);
+    const forwarded = since();
+    expect(forwarded.map((r) => [header(r, 'host'), header(r, 'x-forwarded-host')])).toEqual([
+      [['[::1]:8443'], ['[::1]:8443']],
+    ]);
   });
 
   it('two Cookie headers are forwarded as the one cookie string the shim judged', async () => {

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import {
   assertHygiene,
   checkFraming,
+  checkHost,
   checkRequestTarget,
   isUpgradeRequest,
 } from '../../../src/gates/hygiene.ts';
@@ -256,6 +257,49 @@ describe('checkFraming', () => {
   );
 });
 
+describe('checkHost', () => {
+  it.each([
+    'shim.test',
+    'example.com:8080',
+    '127.0.0.1:1',
+    '[::1]',
+    '[::1]:8080',
+    '[2001:db8::a]:443',
+    '[v1.fe80::a+en1]',
+    'a_b.example',
+    'xn--bcher-kva.example',
+    'host:', // an empty port (RFC 3986 §3.2.3)
+    '', // no authority (RFC 9110 §7.2)
+  ])('accepts %j', (host) => {
+    expect(checkHost(host)).toBeUndefined();
+  });
+
+  it('accepts an absent Host (HTTP/1.0)', () => {
+    expect(checkHost(undefined)).toBeUndefined();
+  });
+
+  it.each([
+    'evil.test/reset?to=x',
+    'a@evil.test',
+    'user:pass@evil.test',
+    'a b',
+    'a\tb',
+    'x"><script>',
+    'evil.test#',
+    'host:http',
+    'host:80:80',
+    '[::1',
+    '[::1]x',
+    '[::g]',
+    '[127.0.0.1]',
+    '%zz',
+    'bücher.example',
+    'evil.test\\',
+  ])('rejects %j', (host) => {
+    expect(checkHost(host)).toMatch(/^The Host header must be /);
+  });
+});
+
 describe('isUpgradeRequest', () => {
   it.each<[IncomingHttpHeaders, boolean]>([
     [{}, false],
@@ -287,6 +331,8 @@ describe('assertHygiene', () => {
     ['/a%2fb', {}, 400],
     ['/missions', { 'content-length': '1', 'transfer-encoding': 'chunked' }, 400],
     ['/missions', { 'transfer-encoding': 'gzip, chunked' }, 400],
+    ['/missions', { host: 'shim.test:8080' }, undefined],
+    ['/missions', { host: 'evil.test/x' }, 400],
     ['/socket', { upgrade: 'websocket', connection: 'Upgrade' }, 501],
     // The upgrade refusal comes first, whatever else is wrong.
     ['/a/../b', { upgrade: 'websocket' }, 501],
