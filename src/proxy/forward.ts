@@ -87,6 +87,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
   const { agent, target } = transport;
   const pathPrefix = options.upstream.pathname;
+  const upstreamHost = options.upstream.host;
 
   const skip = (state: ExchangeState, reason: string) => {
     metrics.patchesSkipped.inc({ reason });
@@ -331,7 +332,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         remoteAddress: req.socket.remoteAddress,
         encrypted: (req.socket as Socket & { encrypted?: boolean }).encrypted === true,
       },
-      { rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined, dropRange },
+      { rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined, dropRange, upstreamHost },
     );
     const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
     const release = reservation === undefined ? noop : () => reservation.release();

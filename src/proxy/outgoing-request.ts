@@ -67,6 +67,12 @@ export interface UpstreamHeaderOptions {
   readonly rewrittenLength?: number;
   /** Drop `Range` and `If-Range`: a response hook may patch the body, so the full 200 is needed (RFC 9110 §14.2). */
   readonly dropRange?: boolean;
+  /**
+   * The upstream's authority (`host[:port]`, `URL.host`), sent as `Host` when the client sent none: an
+   * HTTP/1.0 request may lack it, but the upstream request is HTTP/1.1, which must carry one (RFC 9112
+   * §3.2; RFC 9110 §7.2: the target URI's authority).
+   */
+  readonly upstreamHost?: string;
 }
 
 /** Headers the shim sets itself, whatever the client sent: framing, `Expect`, and this hop's `X-Forwarded-*`. */
@@ -85,7 +91,8 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
 /**
  * The upstream request's headers and framing, from the client's (SPEC §4; RFC 9110 §7.6.1, RFC 9112 §6).
  *
- * - End-to-end headers go on as the gates saw them (see {@link ClientHead.headers}), in order.
+ * - End-to-end headers go on as the gates saw them (see {@link ClientHead.headers}), in order. A
+ *   client without `Host` (HTTP/1.0) gets `upstreamHost` as `Host`, and no `X-Forwarded-Host` of its own.
  * - Hop-by-hop headers and every header `Connection` names are dropped (a client naming `Host` keeps
  *   it). Framing headers are always rebuilt from {@link requestFraming}, even when `Connection` names
  *   `Content-Length`: stripped, a GET/DELETE body would go upstream unframed (smuggling).
@@ -95,7 +102,7 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  * - With `dropRange`: `Range` and `If-Range` dropped.
  *
  * @param client The client's head (see {@link ClientHead}).
- * @param options Rewritten body length, Range dropping.
+ * @param options Rewritten body length, Range dropping, the upstream's authority.
  * @returns `headers`, flat `[name, value, …]` for `http.request`, and the `framing` they announce.
  * @example
  * buildUpstreamHeaders({ headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
@@ -108,6 +115,7 @@ export function buildUpstreamHeaders(
   const { headers } = client;
   const listed = connectionTokens(headers.connection);
   const out: string[] = [];
+  if (headers.host === undefined && options.upstreamHost !== undefined) out.push('Host', options.upstreamHost);
   for (const name in headers) {
     if (REPLACED.has(name) || HOP_BY_HOP.has(name)) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;

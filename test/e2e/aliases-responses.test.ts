@@ -18,7 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateMissionList } from '../../bench/lib/upstream.ts';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
-import { getWhenWritesQueue, type Reply, send } from '../helpers/http.ts';
+import { getWhenWritesQueue, type Reply, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -311,6 +311,20 @@ describe('strong validators of the upstream (diagnostics upstream)', () => {
     expect(shim.body.equals(direct.body)).toBe(true);
     expect(direct.headers.etag).toMatch(/^"/);
     expect(shim.headers.etag).toBe(`W/${direct.headers.etag}`);
+  });
+
+  it('an HTTP/1.0 client without Host gets the patched body delimited by the close, not chunked', async () => {
+    const raw = await sendRawUntilClose(
+      stack.url,
+      'GET /debug/json?items=3 HTTP/1.0\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n\r\n',
+    );
+    const bodyAt = raw.indexOf('\r\n\r\n') + 4;
+    const head = raw.slice(0, bodyAt).toLowerCase();
+    expect(statusesIn(raw)).toEqual([200]);
+    expect(head).not.toContain('transfer-encoding');
+    expect(head).not.toContain('content-length');
+    const direct = await send(stack.upstreamUrl, 'GET', '/debug/json?items=3', LEGACY);
+    expectFaithfulPatch(Buffer.from(raw.slice(bodyAt), 'latin1'), direct.body);
   });
 });
 

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
-import { send } from '../helpers/http.ts';
+import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -46,6 +46,19 @@ describe('through an echoing upstream', () => {
     expect(headers['x-forwarded-for']).toBe('203.0.113.7, 127.0.0.1');
     expect(headers['x-forwarded-proto']).toBe('http');
     expect(headers['x-forwarded-host']).toBe('legacy.example');
+  });
+
+  it("sends an HTTP/1.0 request without Host with the upstream's authority as Host", async () => {
+    const raw = await sendRawUntilClose(
+      stack.url,
+      'GET /debug/echo HTTP/1.0\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n\r\n',
+    );
+    expect(statusesIn(raw)).toEqual([200]);
+    const { headers } = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)) as {
+      headers: Record<string, string>;
+    };
+    expect(headers.host).toBe(new URL(stack.upstreamUrl).host);
+    expect(headers['x-forwarded-host']).toBeUndefined();
   });
 
   it('forwards every method with its body byte for byte', async () => {
@@ -133,5 +146,20 @@ describe('framing the shim owns (raw upstream)', () => {
     }
     expect(upstream.connections()).toBe(before);
     expect(upstream.received.join('').toLowerCase()).not.toContain('connection: close');
+  });
+});
+
+describe('in front of the reference backend (NestJS)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(() => stack.close());
+
+  it('serves an HTTP/1.0 client that sends no Host (a load balancer health check)', async () => {
+    // Node (the backend) answers an HTTP/1.1 request without Host with a bare 400 (RFC 9112 §3.2).
+    const raw = await sendRawUntilClose(stack.url, 'GET /api/health HTTP/1.0\r\n\r\n');
+    expect(statusesIn(raw)).toEqual([200]);
+    expect(raw).toContain('{"status":"ok"}');
   });
 });

@@ -89,6 +89,24 @@ describe('buildUpstreamHeaders', () => {
     ]);
   });
 
+  it("gives a request without Host (HTTP/1.0) the upstream's authority, and no X-Forwarded-Host", () => {
+    const noHost = { headers: { accept: '*/*' }, remoteAddress: '10.0.0.1', encrypted: false };
+    const { headers } = buildUpstreamHeaders(noHost, { upstreamHost: 'backend.internal:3000' });
+    expect(pairs(headers)).toEqual([
+      ['host', 'backend.internal:3000'],
+      ['accept', '*/*'],
+      ['x-forwarded-for', '10.0.0.1'],
+      ['x-forwarded-proto', 'http'],
+    ]);
+  });
+
+  it("keeps the client's Host, even empty, over the upstream's authority", () => {
+    for (const host of ['shim.test', '']) {
+      const { headers } = buildUpstreamHeaders(client({ host }), { upstreamHost: 'backend.internal:3000' });
+      expect(values(headers, 'host')).toEqual([host]); // one Host: the client's
+    }
+  });
+
   it('drops the headers Connection names, but never Host', () => {
     const { headers } = buildUpstreamHeaders(
       client({ connection: 'X-Secret, host', 'x-secret': 's', 'x-other': 'o' }),
