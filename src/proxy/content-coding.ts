@@ -13,21 +13,37 @@ const brotliDecompress = promisify(zlib.brotliDecompress);
 const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 const brotliCompress = promisify(zlib.brotliCompress);
+const zstdDecompress = promisify(zlib.zstdDecompress);
+const zstdCompress = promisify(zlib.zstdCompress);
+
+/**
+ * Largest zstd window the shim decodes, as a power of two: 8 MiB (RFC 9659 §3: a zstd content coding's
+ * window is at most 8 MB, what browsers decode). A frame that declares a larger one is refused as
+ * invalid instead of allocating up to zstd's default 128 MiB per body.
+ */
+export const ZSTD_WINDOW_LOG_MAX = 23;
+/** zstd's parameters for decoding a content coding. */
+const ZSTD_DECODE = { params: { [zlib.constants.ZSTD_d_windowLogMax]: ZSTD_WINDOW_LOG_MAX } };
+/** zstd's parameters for re-encoding: level 3 (zstd's default, cheap), 256 KiB window (as brotli's below). */
+const ZSTD_ENCODE = {
+  params: { [zlib.constants.ZSTD_c_compressionLevel]: 3, [zlib.constants.ZSTD_c_windowLog]: 18 },
+};
 
 /** Content codings the patcher can undo and redo. */
-export type SupportedCoding = 'identity' | 'gzip' | 'deflate' | 'br';
+export type SupportedCoding = 'identity' | 'gzip' | 'deflate' | 'br' | 'zstd';
 
 /**
  * Reads a `Content-Encoding` header value.
- * @returns The single supported coding, or `undefined` for anything else (stacked codings, zstd, …),
- * in which case the body is forwarded unpatched.
+ * @returns The single supported coding (RFC 9110 §8.4.1; `zstd`: RFC 8878 §7.2), or `undefined` for
+ * anything else (stacked codings, `compress`, …), in which case the body is forwarded unpatched.
+ * @example supportedCoding('x-gzip') // → 'gzip'
  */
 export function supportedCoding(value: string | undefined): SupportedCoding | undefined {
   if (value === undefined) return 'identity';
   const v = value.trim().toLowerCase();
   if (v === '' || v === 'identity') return 'identity';
   if (v === 'gzip' || v === 'x-gzip') return 'gzip';
-  if (v === 'deflate' || v === 'br') return v;
+  if (v === 'deflate' || v === 'br' || v === 'zstd') return v;
   return undefined;
 }
 
@@ -52,6 +68,8 @@ export async function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes
         return await gunzip(body, opts);
       case 'br':
         return await brotliDecompress(body, opts);
+      case 'zstd':
+        return await zstdDecompress(body, { ...opts, ...ZSTD_DECODE });
       case 'deflate':
         // "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate.
         return await inflate(body, opts).catch((err: NodeJS.ErrnoException) => {
@@ -66,7 +84,7 @@ export async function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes
 }
 
 /**
- * Encodes a body with the coding it arrived in (gzip level 6, brotli quality 5 to keep the hot path cheap).
+ * Encodes a body with the coding it arrived in (gzip level 6, brotli quality 5, zstd level 3: the hot path stays cheap).
  * @returns The encoded bytes.
  */
 export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise<Buffer> {
@@ -84,6 +102,8 @@ export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise
           [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length,
         },
       });
+    case 'zstd':
+      return zstdCompress(body, ZSTD_ENCODE);
   }
 }
 
@@ -92,8 +112,9 @@ export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise
  * "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate: the first two
  * bytes decide. An empty body decodes to an empty body (zlib alone calls that an error).
  * @param coding The coding from {@link supportedCoding}.
- * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` (zlib's `Z_*` or
- *   brotli's `ERR__*` code) for invalid data.
+ * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` (zlib's `Z_*`,
+ *   brotli's `ERR__*` or zstd's `ZSTD_error_*` code) for invalid data, and for a zstd window over
+ *   {@link ZSTD_WINDOW_LOG_MAX}.
  */
 export function createDecoder(coding: SupportedCoding): Transform | undefined {
   switch (coding) {
@@ -107,12 +128,15 @@ export function createDecoder(coding: SupportedCoding): Transform | undefined {
       return new LazyDecoder((cmf, flg) =>
         looksLikeZlib(cmf, flg) ? zlib.createInflate() : zlib.createInflateRaw(),
       );
+    case 'zstd':
+      return new LazyDecoder(() => zlib.createZstdDecompress(ZSTD_DECODE));
   }
 }
 
 /**
- * A streaming encoder with the coding the body arrived in (gzip level 6; brotli quality 5 with a
- * 256 KiB window, to keep the hot path and the per-response memory small), or `undefined` for identity.
+ * A streaming encoder with the coding the body arrived in (gzip level 6; brotli quality 5 and zstd
+ * level 3, each with a 256 KiB window, to keep the hot path and the per-response memory small), or
+ * `undefined` for identity.
  */
 export function createEncoder(coding: SupportedCoding): Transform | undefined {
   switch (coding) {
@@ -129,6 +153,8 @@ export function createEncoder(coding: SupportedCoding): Transform | undefined {
           [zlib.constants.BROTLI_PARAM_LGWIN]: 18,
         },
       });
+    case 'zstd':
+      return zlib.createZstdCompress(ZSTD_ENCODE);
   }
 }
 

@@ -26,18 +26,19 @@ const REFUSED = new Set([
 ]);
 
 /**
- * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*` and zlib's `Z_*` for invalid responses; TLS
+ * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*` and zstd's `ZSTD_error_*` for invalid responses; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
  */
 export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind {
   const code = err.code ?? '';
   if (REFUSED.has(code) || isTlsVerificationError(code)) return 'refused';
-  // A body that does not decode with its declared Content-Encoding (zlib's Z_*, brotli's) is invalid too.
+  // A body that does not decode with its declared Content-Encoding (zlib's Z_*, brotli's, zstd's) is invalid too.
   if (
     code.startsWith('HPE_') ||
     code.startsWith('Z_') ||
     code.startsWith('ERR__') ||
+    code.startsWith('ZSTD_error_') ||
     code === 'ERR_INVALID_HTTP_RESPONSE'
   ) {
     return 'invalid';

@@ -14,6 +14,8 @@ import {
   gunzipSync,
   gzipSync,
   inflateSync,
+  zstdCompressSync,
+  zstdDecompressSync,
 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateMissionList } from '../../bench/lib/upstream.ts';
@@ -461,6 +463,7 @@ describe('byte fidelity of the patch (raw upstream)', () => {
     ['gzip', gzipSync, gunzipSync, 'chunked'],
     ['deflate', deflateSync, inflateSync, 'length'],
     ['br', brotliCompressSync, brotliDecompressSync, 'length'],
+    ['zstd', zstdCompressSync, zstdDecompressSync, 'chunked'],
   ] as const)(
     '%s-encoded (%s framing) responses are patched and re-encoded',
     async (coding, encode, decode, framing) => {

@@ -35,9 +35,11 @@ describe('supportedCoding', () => {
     ['Deflate', 'deflate'],
     ['br', 'br'],
     ['BR', 'br'],
+    ['zstd', 'zstd'],
+    ['ZSTD', 'zstd'],
     ['gzip, br', undefined],
     ['gzip,gzip', undefined],
-    ['zstd', undefined],
+    ['zstd, gzip', undefined],
     ['compress', undefined],
     ['x-compress', undefined],
     ['bzip2', undefined],
@@ -48,13 +50,16 @@ describe('supportedCoding', () => {
 });
 
 describe('decodeBody / encodeBody', () => {
-  it.each<SupportedCoding>(['identity', 'gzip', 'deflate', 'br'])('round-trips %s', async (coding) => {
-    const encoded = await encodeBody(JSON_BODY, coding);
-    if (coding !== 'identity') expect(encoded.equals(JSON_BODY)).toBe(false);
-    expect((await decodeBody(encoded, coding, MB)).equals(JSON_BODY)).toBe(true);
-  });
+  it.each<SupportedCoding>(['identity', 'gzip', 'deflate', 'br', 'zstd'])(
+    'round-trips %s',
+    async (coding) => {
+      const encoded = await encodeBody(JSON_BODY, coding);
+      if (coding !== 'identity') expect(encoded.equals(JSON_BODY)).toBe(false);
+      expect((await decodeBody(encoded, coding, MB)).equals(JSON_BODY)).toBe(true);
+    },
+  );
 
-  it.each<SupportedCoding>(['identity', 'gzip', 'deflate', 'br'])(
+  it.each<SupportedCoding>(['identity', 'gzip', 'deflate', 'br', 'zstd'])(
     'round-trips an empty body with %s',
     async (coding) => {
       const encoded = await encodeBody(Buffer.alloc(0), coding);
@@ -66,6 +71,7 @@ describe('decodeBody / encodeBody', () => {
     ['gzip', zlib.gunzipSync],
     ['deflate', zlib.inflateSync],
     ['br', zlib.brotliDecompressSync],
+    ['zstd', zlib.zstdDecompressSync],
   ])('encodes %s so that a standard decoder reads it', async (coding, decode) => {
     expect(decode(await encodeBody(JSON_BODY, coding)).equals(JSON_BODY)).toBe(true);
   });
@@ -93,6 +99,7 @@ describe('decodeBody / encodeBody', () => {
       ['deflate', zlib.deflateSync(zeros)],
       ['deflate', zlib.deflateRawSync(zeros)],
       ['br', zlib.brotliCompressSync(zeros)],
+      ['zstd', zlib.zstdCompressSync(zeros)],
     ])('rejects %s of 10 MB of zeros with maxBytes 1 MB', async (coding, bomb) => {
       expect(bomb.length).toBeLessThan(64 * 1024);
       await expect(decodeBody(bomb, coding, MB)).rejects.toBeInstanceOf(DecodedTooLargeError);
@@ -113,6 +120,8 @@ describe('decodeBody / encodeBody', () => {
       ['gzip', zlib.gzipSync(JSON_BODY).subarray(0, 12)],
       ['deflate', garbage],
       ['br', garbage],
+      ['zstd', garbage],
+      ['zstd', zlib.zstdCompressSync(JSON_BODY).subarray(0, 12)],
     ])('rejects corrupt %s with a zlib error', async (coding, body) => {
       const result = decodeBody(body, coding, MB);
       await expect(result).rejects.toThrow();
@@ -122,7 +131,7 @@ describe('decodeBody / encodeBody', () => {
 });
 
 describe('streaming decoders and encoders', () => {
-  const roundTrip = async (coding: 'gzip' | 'deflate' | 'br', input: Buffer, split = 7) => {
+  const roundTrip = async (coding: Exclude<SupportedCoding, 'identity'>, input: Buffer, split = 7) => {
     const encoder = createEncoder(coding)!;
     const decoder = createDecoder(coding)!;
     const chunks: Buffer[] = [];
@@ -142,7 +151,7 @@ describe('streaming decoders and encoders', () => {
     });
   };
 
-  it.each(['gzip', 'deflate', 'br'] as const)(
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
     '%s round-trips across small chunk boundaries',
     async (coding) => {
       const input = Buffer.from(JSON.stringify({ metadata: Array.from({ length: 500 }, (_, i) => i) }));
@@ -175,6 +184,28 @@ describe('streaming decoders and encoders', () => {
     expect(err.code).toMatch(/^Z_/);
   });
 
+  it('zstd: a frame that declares a window over 8 MiB (RFC 9659) fails the decoder, allocating nothing', async () => {
+    // A streaming encoder with a 64 MiB window declares it in the frame header (the size is unknown).
+    const encoder = zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_windowLog]: 26 } });
+    const parts: Buffer[] = [];
+    encoder.on('data', (d: Buffer) => parts.push(d));
+    const encoded = new Promise<Buffer>((resolve) => encoder.on('end', () => resolve(Buffer.concat(parts))));
+    encoder.write('{"metadata":');
+    await new Promise<void>((resolve) => encoder.flush(() => resolve()));
+    encoder.end('1}');
+    const wide = await encoded;
+    expect(zlib.zstdDecompressSync(wide).toString()).toBe('{"metadata":1}'); // valid, only too wide
+    const decoder = createDecoder('zstd')!;
+    const err = await new Promise<NodeJS.ErrnoException>((resolve) => {
+      decoder.on('error', resolve);
+      decoder.end(wide);
+    });
+    expect(err.code).toBe('ZSTD_error_frameParameter_windowTooLarge');
+    await expect(decodeBody(wide, 'zstd', MB)).rejects.toMatchObject({
+      code: 'ZSTD_error_frameParameter_windowTooLarge',
+    });
+  });
+
   it.each([
     [0x78, 0x9c, true],
     [0x78, 0x01, true],
@@ -184,7 +215,7 @@ describe('streaming decoders and encoders', () => {
 });
 
 describe('streaming decoders on an empty body', () => {
-  it.each(['gzip', 'deflate', 'br'] as const)(
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
     '%s: an empty body decodes to nothing, without an error',
     async (coding) => {
       const decoder = createDecoder(coding)!;

@@ -34,6 +34,7 @@ describe('upstreamErrorKind', () => {
     ['HPE_INVALID_CONSTANT', 'invalid'],
     ['Z_DATA_ERROR', 'invalid'],
     ['ERR__ERROR_FORMAT_PADDING_1', 'invalid'],
+    ['ZSTD_error_frameParameter_windowTooLarge', 'invalid'],
     ['ESHIMTIMEDOUT', 'timeout'],
     ['ECONNRESET', 'reset'],
     [undefined, 'reset'],
