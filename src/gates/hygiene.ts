@@ -62,13 +62,19 @@ export function checkRequestTarget(target: string): string | undefined {
 /**
  * Checks message framing (RFC 9112 §6.1, §6.3): a request with both `Content-Length` and
  * `Transfer-Encoding`, or a `Transfer-Encoding` other than exactly `chunked`, is ambiguous between
- * parsers (request smuggling) and is rejected.
+ * parsers (request smuggling) and is rejected; so is any `Transfer-Encoding` in an HTTP/1.0 request,
+ * whose framing RFC 9112 §6.1 says to treat as faulty (HTTP/1.0 has no chunked coding: a server in
+ * front may have read the body up to the close instead).
  * @param headers The parsed request headers.
+ * @param httpVersion The request's version, e.g. `1.1` (Node's `req.httpVersion`).
  * @returns `undefined` when the framing is unambiguous, else the message for a 400.
  */
-export function checkFraming(headers: IncomingHttpHeaders): string | undefined {
+export function checkFraming(headers: IncomingHttpHeaders, httpVersion = '1.1'): string | undefined {
   const te = headers['transfer-encoding'];
   if (te === undefined) return undefined;
+  if (httpVersion === '1.0' || httpVersion === '0.9') {
+    return 'An HTTP/1.0 request must not carry Transfer-Encoding (RFC 9112 §6.1).';
+  }
   if (headers['content-length'] !== undefined) {
     return 'A request must not carry both Content-Length and Transfer-Encoding.';
   }
@@ -135,28 +141,30 @@ export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
 /**
  * The hygiene gate for one request.
  * @param rawHeaders The raw header list, for {@link checkSingleHost} (skipped when omitted).
+ * @param httpVersion The request's version, for {@link checkFraming} (default `1.1`).
  * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
  */
 export function assertHygiene(
   target: string,
   headers: IncomingHttpHeaders,
   rawHeaders: readonly string[] = [],
+  httpVersion = '1.1',
 ): void {
   if (isUpgradeRequest(headers)) {
     throw new ShimError('upgrade', 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
   }
   const problem =
     checkRequestTarget(target) ??
-    checkFraming(headers) ??
+    checkFraming(headers, httpVersion) ??
     checkSingleHost(rawHeaders) ??
     checkHost(headers.host);
   if (problem) throw new ShimError('hygiene', problem);
 }
 
 /**
- * The hygiene gate: {@link assertHygiene} on the raw request target, headers and raw headers.
+ * The hygiene gate: {@link assertHygiene} on the raw request target, headers, raw headers and version.
  * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
  */
 export const hygieneGate: Gate = (req) => {
-  assertHygiene(req.url ?? '', req.headers, req.rawHeaders);
+  assertHygiene(req.url ?? '', req.headers, req.rawHeaders, req.httpVersion);
 };

@@ -148,6 +148,11 @@ describe.concurrent('ambiguous framing is rejected before anything reaches the u
       `POST /debug/echo HTTP/1.1\n${AUTH.replaceAll('\r\n', '\n')}Content-Length: 0\n\n${HIDDEN}`,
     ],
     [
+      // RFC 9112 §6.1: treat as faulty framing; a front server may read this body up to the close.
+      'HTTP/1.0 with Transfer-Encoding: chunked',
+      `POST /debug/echo HTTP/1.0\r\n${AUTH}Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n${HIDDEN_HEX}\r\n${HIDDEN}\r\n0\r\n\r\n`,
+    ],
+    [
       'bare CR inside a header',
       `POST /debug/echo HTTP/1.1\r\n${AUTH}X-A: 1\rContent-Length: 40\r\nContent-Length: 0\r\n\r\n`,
     ],

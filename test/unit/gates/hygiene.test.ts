@@ -227,6 +227,21 @@ describe('checkFraming', () => {
     expect(checkFraming(headers)).toMatch(/both Content-Length and Transfer-Encoding/);
   });
 
+  it.each(['1.0', '0.9'])(
+    'rejects any Transfer-Encoding in an HTTP/%s request (RFC 9112 §6.1)',
+    (version) => {
+      expect(checkFraming({ 'transfer-encoding': 'chunked' }, version)).toBe(
+        'An HTTP/1.0 request must not carry Transfer-Encoding (RFC 9112 §6.1).',
+      );
+      expect(checkFraming({ 'content-length': '3' }, version)).toBeUndefined();
+      expect(checkFraming({}, version)).toBeUndefined();
+    },
+  );
+
+  it('accepts chunked in HTTP/1.1 (the default version)', () => {
+    expect(checkFraming({ 'transfer-encoding': 'chunked' }, '1.1')).toBeUndefined();
+  });
+
   it.each([
     'gzip, chunked',
     'chunked, identity',
