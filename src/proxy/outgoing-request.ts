@@ -115,7 +115,8 @@ export function buildUpstreamHeaders(
   const { headers } = client;
   const listed = connectionTokens(headers.connection);
   const out: string[] = [];
-  if (headers.host === undefined && options.upstreamHost !== undefined) out.push('Host', options.upstreamHost);
+  if (headers.host === undefined && options.upstreamHost !== undefined)
+    out.push('Host', options.upstreamHost);
   for (const name in headers) {
     if (REPLACED.has(name) || HOP_BY_HOP.has(name)) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
