@@ -8,14 +8,23 @@
  *   strings (overlong forms, surrogates and code points above U+10FFFF are invalid). A byte order mark is
  *   rejected (§8.1: "MUST NOT add"; parsers "MAY" ignore it — this one does not). JSONTestSuite's `y_`
  *   files pass, its `n_` files fail.
- * - No recursion: nesting is an explicit stack of one byte per level, so depth is bounded by memory only.
+ * - No recursion: nesting is an explicit stack of one byte per level, at most {@link MAX_SCAN_NESTING}.
  * - Linear time; no object is ever built from the input, so prototype pollution is impossible.
  *
  * One grammar, {@link JsonStreamScanner}, fed chunk by chunk with its state carried across them (the
  * streaming response patch; SPEC §6), and {@link scanJson}, the same scanner over a whole buffer that also
  * reports key token ranges (the request-body rewrite). Held to JSONTestSuite at every split.
+ *
+ * The grammar itself is C compiled to WebAssembly (`json-scan.c`, built into `json-scan-wasm.ts` by
+ * `json-scan-build.ts`): it skips the plain bytes of strings 16 at a time with SIMD, about three times
+ * the speed of the JavaScript scanner it replaced (issue 9; bench/RESULTS.md). This module feeds it
+ * chunks window by window, hands its reported members to the handler and words its errors. One
+ * WebAssembly instance serves every scanner of the process: the scanner that last ran keeps its state in
+ * the instance's memory, and another one taking its turn first saves it into the scanner's own object
+ * (tens of bytes, plus one byte per open nesting level).
  */
 import { isUtf8 } from 'node:buffer';
+import { JSON_SCAN_WASM } from './json-scan-wasm.ts';
 
 /** Why and where a text is not JSON. */
 export interface ScanError {
@@ -42,140 +51,51 @@ export interface ScanHandler {
   onObjectEnd(depth: number, closeOffset: number): void;
 }
 
+/** Most names a {@link KeyNames} holds. */
+export const MAX_KEY_NAMES = 256;
+/** Longest name a {@link KeyNames} holds, in UTF-8 bytes. */
+export const MAX_KEY_NAME_BYTES = 256;
+/** Most UTF-8 bytes of all the names of a {@link KeyNames} together. */
+const MAX_KEY_NAMES_BYTES = 16384;
+
 /**
- * A small set of member names, compiled for fast comparison with raw key tokens. Keys written with
- * escapes (`"t\u0061gs"`) are decoded before comparison; keys without escapes are compared as bytes.
+ * A small set of member names. Keys written with escapes (`"t\u0061gs"`) are decoded before comparison;
+ * keys without escapes are compared as bytes.
  */
 export class KeyNames {
   /** The names, in the order given; a reported member carries an index into this array. */
   readonly names: readonly string[];
-  readonly #bytes: readonly Buffer[];
-  readonly #byLength: Uint8Array;
-  readonly #maxRawLength: number;
+  /** The names' UTF-8 bytes, one after the other; `offsets[k]`, `lengths[k]` locate name k. */
+  readonly bytes: Buffer;
+  readonly offsets: readonly number[];
+  readonly lengths: readonly number[];
 
   /**
-   * @param names Distinct member names (decoded form).
-   * @throws {Error} when a name is repeated (the index of a match would be ambiguous).
+   * @param names Distinct member names (decoded form): at most {@link MAX_KEY_NAMES}, each at most
+   *   {@link MAX_KEY_NAME_BYTES} UTF-8 bytes long, 16,384 bytes together.
+   * @throws {Error} when a name is repeated (the index of a match would be ambiguous) or the names are
+   *   too many or too long.
    */
   constructor(names: readonly string[]) {
     if (new Set(names).size !== names.length)
       throw new Error(`key names must be distinct: ${names.join(', ')}`);
+    if (names.length > MAX_KEY_NAMES) throw new Error(`at most ${MAX_KEY_NAMES} key names`);
+    const encoded = names.map((name) => Buffer.from(name, 'utf8'));
+    if (encoded.some((b) => b.length > MAX_KEY_NAME_BYTES))
+      throw new Error(`key names are at most ${MAX_KEY_NAME_BYTES} bytes long`);
+    this.bytes = Buffer.concat(encoded);
+    if (this.bytes.length > MAX_KEY_NAMES_BYTES)
+      throw new Error(`key names are at most ${MAX_KEY_NAMES_BYTES} bytes together`);
     this.names = Object.freeze([...names]);
-    this.#bytes = names.map((name) => Buffer.from(name, 'utf8'));
-    const maxLength = Math.max(0, ...this.#bytes.map((b) => b.length));
-    this.#byLength = new Uint8Array(maxLength + 1);
-    for (const b of this.#bytes) this.#byLength[b.length] = 1;
-    // Every byte of a name can be written as `\uXXXX` (6 bytes); a longer escaped key cannot match.
-    this.#maxRawLength = maxLength * 6 + 2;
-  }
-
-  /** Longest key token (with quotes, in bytes) that can spell one of the names: longer keys never match. */
-  get maxRawLength(): number {
-    return this.#maxRawLength;
-  }
-
-  /**
-   * Index of the name a key token spells, or -1.
-   * @param text The whole (already validated) text.
-   * @param keyStart Offset of the opening quote; `keyEnd`: offset after the closing quote.
-   * @param escaped Whether the token contains a backslash.
-   */
-  match(text: Buffer, keyStart: number, keyEnd: number, escaped: boolean): number {
-    if (escaped) {
-      if (keyEnd - keyStart > this.#maxRawLength) return -1;
-      // The token is a validated JSON string: JSON.parse yields a primitive string, never an object.
-      const key: string = JSON.parse(text.toString('utf8', keyStart, keyEnd));
-      return this.names.indexOf(key);
+    this.lengths = encoded.map((b) => b.length);
+    const offsets: number[] = [];
+    let at = 0;
+    for (const b of encoded) {
+      offsets.push(at);
+      at += b.length;
     }
-    const length = keyEnd - keyStart - 2;
-    if (length >= this.#byLength.length || this.#byLength[length] === 0) return -1;
-    const bytes = this.#bytes;
-    outer: for (let k = 0; k < bytes.length; k++) {
-      const name = bytes[k]!;
-      if (name.length !== length) continue;
-      for (let j = 0; j < length; j++) {
-        if (text[keyStart + 1 + j] !== name[j]) continue outer;
-      }
-      return k;
-    }
-    return -1;
+    this.offsets = offsets;
   }
-}
-
-// Byte classes inside a string: 0 = plain, 1 = quote, 2 = backslash, 3 = control (invalid), 4 = non-ASCII.
-const STRING_CLASS = new Uint8Array(256);
-for (let b = 0; b < 0x20; b++) STRING_CLASS[b] = 3;
-STRING_CLASS[0x22] = 1;
-STRING_CLASS[0x5c] = 2;
-for (let b = 0x80; b < 0x100; b++) STRING_CLASS[b] = 4;
-
-// Escapes allowed after a backslash (RFC 8259 §7): " \ / b f n r t, and u with four hex digits.
-const SIMPLE_ESCAPE = new Uint8Array(256);
-for (const c of '"\\/bfnrt') SIMPLE_ESCAPE[c.charCodeAt(0)] = 1;
-const HEX = new Uint8Array(256);
-for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
-
-const IS_OBJECT = 1;
-const HAS_REPORTED = 2;
-const CURRENT_REPORTED = 4;
-
-function isWhitespace(c: number | undefined): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-/** Set by the string scan: whether the string it last scanned contained an escape. */
-let stringHadEscape = false;
-/** Set by the string scan when it returns -1: what is wrong and where. */
-let stringFault: ScanError = { offset: 0, message: '' };
-
-function fail(offset: number, message: string): -1 {
-  stringFault = { offset, message };
-  return -1;
-}
-
-/** Describes the byte at `offset` for an error message. */
-function found(text: Buffer, offset: number): string {
-  const c = text[offset];
-  if (c === undefined) return 'the end of the text';
-  if (c >= 0x21 && c <= 0x7e) return `'${String.fromCharCode(c)}'`;
-  return `byte 0x${c.toString(16).padStart(2, '0')}`;
-}
-
-/** Names the likely cause when a text starts with a byte order mark or looks like UTF-16. */
-function hint(text: Buffer, offset: number): string {
-  if (offset > 1) return '';
-  if (text[0] === 0xef && text[1] === 0xbb && text[2] === 0xbf) {
-    return ' (a byte order mark; JSON texts must not start with one, RFC 8259 §8.1)';
-  }
-  if (text[offset] === 0x00 || text[0] === 0xfe || text[0] === 0xff)
-    return ' (the text looks like UTF-16; JSON must be UTF-8)';
-  return '';
-}
-
-/**
- * Length of the UTF-8 sequence starting at `i` (RFC 3629 §4: no overlong forms, no surrogates, nothing
- * above U+10FFFF), or 0 when it is invalid or truncated.
- */
-function utf8SequenceLength(text: Buffer, i: number): number {
-  const b0 = text[i]!;
-  const b1 = text[i + 1];
-  if (b1 === undefined) return 0;
-  if (b0 >= 0xc2 && b0 <= 0xdf) return b1 >= 0x80 && b1 <= 0xbf ? 2 : 0;
-  const b2 = text[i + 2];
-  if (b2 === undefined || b2 < 0x80 || b2 > 0xbf) return 0;
-  if (b0 >= 0xe0 && b0 <= 0xef) {
-    const lo = b0 === 0xe0 ? 0xa0 : 0x80;
-    const hi = b0 === 0xed ? 0x9f : 0xbf;
-    return b1 >= lo && b1 <= hi ? 3 : 0;
-  }
-  if (b0 >= 0xf0 && b0 <= 0xf4) {
-    const b3 = text[i + 3];
-    if (b3 === undefined || b3 < 0x80 || b3 > 0xbf) return 0;
-    const lo = b0 === 0xf0 ? 0x90 : 0x80;
-    const hi = b0 === 0xf4 ? 0x8f : 0xbf;
-    return b1 >= lo && b1 <= hi ? 4 : 0;
-  }
-  return 0;
 }
 
 /**
@@ -189,7 +109,7 @@ function utf8SequenceLength(text: Buffer, i: number): number {
  * @param handler Receives the reported members (see {@link ScanHandler}); calls already made stand even
  *   when the text turns out invalid later, so a caller must discard its work on an error.
  * @param maxDepth Deepest object whose members are reported (1 = top-level object only; `Infinity` =
- *   every object). Deeper text is still validated; nesting is not limited.
+ *   every object). Deeper text is still validated, down to {@link MAX_SCAN_NESTING} levels.
  * @returns `undefined` for a valid text, otherwise the first error with its byte offset. Never throws
  *   (unless the handler does).
  * @example
@@ -201,7 +121,7 @@ export function scanJson(
   handler: ScanHandler,
   maxDepth: number,
 ): ScanError | undefined {
-  const scanner = new JsonStreamScanner(names, Number.POSITIVE_INFINITY);
+  const scanner = new JsonStreamScanner(names, MAX_SCAN_NESTING);
   const members: StreamScanHandler = {
     onMember(depth, name, valueStart) {
       if (depth <= maxDepth) {
@@ -238,6 +158,10 @@ function keyTokenStart(text: Buffer, tokenEnd: number): number {
   return -1;
 }
 
+function isWhitespace(c: number | undefined): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
 /** Offset of the first byte at or after `i` that is not JSON whitespace (RFC 8259 §2). */
 export function skipWhitespace(text: Buffer, i: number): number {
   while (isWhitespace(text[i])) i++;
@@ -251,12 +175,14 @@ export function skipWhitespaceBack(text: Buffer, i: number): number {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The incremental scanner: the same grammar, fed chunk by chunk.
+// The incremental scanner.
 
 /**
  * Receives the members of an incrementally scanned text whose key is one of the scanned names. Offsets
  * are absolute (bytes since the first byte of the first chunk). A method returning `false` stops the
  * scan: {@link JsonStreamScanner.write} then returns {@link SCAN_STOPPED} and the scanner is spent.
+ * The calls for a chunk come after the scanner has read it up to the end or to its first invalid byte
+ * (in windows of 64 KiB), all before `write` returns.
  */
 export interface StreamScanHandler {
   /**
@@ -275,42 +201,87 @@ export interface StreamScanHandler {
 export const SCAN_OK = 0;
 /** The text is not JSON; {@link JsonStreamScanner.error} says why and where. */
 export const SCAN_INVALID = 1;
-/** Nesting exceeded the scanner's `maxNesting`. */
+/** Nesting exceeded the scanner's `maxNesting`; {@link JsonStreamScanner.error} says where. */
 export const SCAN_TOO_DEEP = 2;
 /** A handler method returned `false`. */
 export const SCAN_STOPPED = 3;
 /** One of {@link SCAN_OK}, {@link SCAN_INVALID}, {@link SCAN_TOO_DEEP}, {@link SCAN_STOPPED}. */
 export type ScanStatus = 0 | 1 | 2 | 3;
 
-// Scanner states (what the next byte may be).
-const S_VALUE = 0; // a value
-const S_AFTER = 1; // after a value: whitespace, then ',' or the closer (only whitespace at depth 0)
-const S_KEY = 2; // a key (after ',' in an object)
-const S_OPEN_OBJECT = 3; // after '{': a key or '}'
-const S_OPEN_ARRAY = 4; // after '[': a value or ']'
-const S_COLON = 5; // after a key: ':'
-const S_MEMBER_VALUE = 6; // after the ':' of a reported key: the value's first byte
-const S_STRING = 7; // inside a string value
-const S_KEY_STRING = 8; // inside a key
-const S_NUMBER = 9; // inside a number
-const S_LITERAL = 10; // inside true, false or null
-const S_SPENT = 11; // after an error, a stop or the end
+/**
+ * Deepest nesting any scanner accepts (arrays and objects; 1 MiB levels): the nesting stack, one byte per
+ * level, lives in the WebAssembly instance's memory, which never shrinks.
+ */
+export const MAX_SCAN_NESTING = 1024 * 1024;
 
-// String sub-states (only needed when a chunk ends inside an escape or a UTF-8 sequence).
-const STR_PLAIN = 0;
-const STR_BACKSLASH = 1;
-const STR_HEX = 2; // `strNeed` hex digits to go
-const STR_UTF8 = 3; // `strNeed` continuation bytes to go, the next in [strLo, strHi]
+// The C side's constants (json-scan.c).
+const WINDOW = 65536;
+const STATUS_EVENTS_FULL = 4;
+const EV_MEMBER = 0;
+const EV_VALUE = 1;
+const KEY_CAP = 1536;
 
-// Number sub-states (RFC 8259 §6); the odd names are terminal (the number may end there).
-const N_MINUS = 0;
-const N_ZERO = 1;
-const N_INT = 3;
-const N_DOT = 2;
-const N_FRAC = 5;
-const N_E = 4;
-const N_ESIGN = 6;
-const N_EXP = 7;
+// Scanner states.
+const S_VALUE = 0;
+const S_AFTER = 1;
+const S_KEY = 2;
+const S_OPEN_OBJECT = 3;
+const S_COLON = 5;
+const S_STRING = 7;
+const S_KEY_STRING = 8;
+const S_NUMBER = 9;
+const S_LITERAL = 10;
+
+const IS_OBJECT = 1;
+
+// Fields of the C `State` (int32 each), in order.
+const F_STATE = 0;
+const F_DEPTH = 1;
+const F_MAX_NESTING = 2;
+const F_REPORTED_NAME = 3;
+const F_NUM_SUB = 9;
+const F_LITERAL = 10;
+const F_LITERAL_POS = 11;
+const F_KEY_LEN = 13;
+const F_ERROR_KIND = 15;
+const F_ERROR_OFFSET = 16;
+const F_EVENT_COUNT = 17;
+const F_RESUME = 18;
+const STATE_FIELDS = 19;
+
+// Fields of the C `Names`: count, longest, offsets[256], lengths[256] (int32), filter[4096], bytes.
+const NAMES_OFFSETS = 2;
+const NAMES_LENGTHS = NAMES_OFFSETS + MAX_KEY_NAMES;
+const NAMES_FILTER = (NAMES_LENGTHS + MAX_KEY_NAMES) * 4;
+const FILTER_SIZE = 4096;
+const NAMES_BYTES = NAMES_FILTER + FILTER_SIZE;
+
+/** json-scan.c's key_hash of a name: its length, first and last byte. */
+function keyHash(name: Uint8Array): number {
+  return name.length === 0
+    ? 0
+    : (name.length * 67 + name[0]! * 13 + name[name.length - 1]!) & (FILTER_SIZE - 1);
+}
+
+/** The error kinds of json-scan.c, worded; `%` is where the byte found goes. */
+const ERROR_MESSAGES: readonly string[] = [
+  '',
+  'unexpected % after the JSON value',
+  "expected ',' or '}' but found %",
+  "expected ',' or ']' but found %",
+  'expected a string key but found %',
+  "expected ':' after the key but found %",
+  'expected a JSON value but found %',
+  'expected a JSON value but found %',
+  'unescaped control character % in string',
+  'invalid escape sequence in string',
+  'invalid UTF-8 in string',
+  'expected a digit but found %',
+  "expected a digit after '.' but found %",
+  'expected a digit in the exponent but found %',
+];
+const ERR_VALUE = 7;
+const ERR_LITERAL = 6;
 
 /** What a number cut in a non-final sub-state still needs (RFC 8259 §6), by sub-state. */
 const NUMBER_EXPECTED: readonly string[] = [
@@ -323,285 +294,133 @@ const NUMBER_EXPECTED: readonly string[] = [
   'expected a digit in the exponent', // N_ESIGN
 ];
 
-// What an error message says was expected.
-const E_AFTER_TEXT = 0;
-const E_OBJECT_NEXT = 1;
-const E_ARRAY_NEXT = 2;
-const E_KEY = 3;
-const E_COLON = 4;
-const E_VALUE = 5;
-const E_VALUE_HINT = 6;
+const LITERAL_INITIALS = 'tfn';
 
-/** `c` at the end of a chunk (never a byte). */
-const END = -1;
+/** Describes a byte for an error message. */
+function describe(c: number | undefined): string {
+  if (c === undefined) return 'the end of the text';
+  if (c >= 0x21 && c <= 0x7e) return `'${String.fromCharCode(c)}'`;
+  return `byte 0x${c.toString(16).padStart(2, '0')}`;
+}
 
-const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')];
+/** The part of the WebAssembly JavaScript API used here (TypeScript declares it only in its DOM library). */
+interface WebAssemblyApi {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> };
+}
+const { Module: WasmModule, Instance: WasmInstance } = (
+  globalThis as unknown as { WebAssembly: WebAssemblyApi }
+).WebAssembly;
 
-/** Set by {@link scanStringChunk} when it returns -2: the offset of the sequence it could not finish. */
-let stringStop = 0;
+/** The WebAssembly instance and views of its memory (renewed when the memory grows). */
+interface Engine {
+  readonly memory: { readonly buffer: ArrayBuffer };
+  readonly scan: (from: number, n: number, utf8From: number, utf8To: number) => number;
+  /** Byte addresses of the C regions. */
+  readonly input: number;
+  readonly events: number;
+  readonly state: number;
+  readonly names: number;
+  readonly key: number;
+  readonly stack: number;
+  buffer: ArrayBuffer;
+  bytes: Uint8Array;
+  words: Int32Array;
+  /** The names last written into the instance. */
+  loadedNames: KeyNames | undefined;
+}
 
-/** The high bit of each byte of a 32-bit word. */
-const HIGH_BITS = 0x80808080 | 0;
+let engine: Engine | undefined;
+/** The scanner whose state is in the instance's memory. */
+let owner: JsonStreamScanner | undefined;
+
+/** The instance, created at the first scanner (synchronously: the module is ~7 KB). */
+function getEngine(): Engine {
+  if (engine !== undefined) return engine;
+  const module = new WasmModule(Buffer.from(JSON_SCAN_WASM, 'base64'));
+  const { exports } = new WasmInstance(module, {});
+  const address = (name: string) => (exports[name] as () => number)();
+  const memory = exports.memory as Engine['memory'];
+  engine = {
+    memory,
+    scan: exports.scan as Engine['scan'],
+    input: address('input_address'),
+    events: address('events_address'),
+    state: address('state_address'),
+    names: address('names_address'),
+    key: address('key_address'),
+    stack: address('stack_address'),
+    buffer: memory.buffer,
+    bytes: new Uint8Array(memory.buffer),
+    words: new Int32Array(memory.buffer),
+    loadedNames: undefined,
+  };
+  return engine;
+}
 
 /**
- * What {@link prepareWords} found out about a chunk, for the word-at-a-time string scan: a view of the
- * chunk's bytes and the range in which the scan may read whole words, with `high` = {@link HIGH_BITS}
- * when non-ASCII bytes must stop it (they are checked one sequence at a time) or 0 when the range is
- * known to be valid UTF-8 (non-ASCII bytes are then plain string bytes).
+ * The range of a window that is UTF-8 (RFC 3629), checked at once, natively (`buffer.isUtf8`, simdutf),
+ * so that the scanner need not check strings' non-ASCII bytes one sequence at a time: the window
+ * without its leading continuation bytes (the end of a sequence cut by the previous window, or invalid)
+ * and without a trailing sequence cut by its end. `[0, 0]` when that range is not UTF-8: the scanner
+ * then checks every sequence and finds the first invalid byte.
  */
-let chunkView = new DataView(new ArrayBuffer(0)) as DataView<ArrayBufferLike>;
-let chunkWordStart = 0;
-let chunkWordEnd = 0;
-let chunkHigh = 0;
-
-/**
- * Prepares the word-at-a-time string scan of a chunk ({@link chunkView} and its range). The bytes
- * between the chunk's leading continuation bytes (the end of a sequence cut by the previous chunk, or
- * invalid) and a trailing sequence cut by its end are checked for UTF-8 (RFC 3629) at once, natively
- * (`buffer.isUtf8`, simdutf); when they are not UTF-8, strings are checked sequence by sequence as
- * before, so that the error and its offset are those of the first invalid byte.
- */
-function prepareWords(text: Buffer, n: number): void {
-  if (n < 8) {
-    chunkWordStart = 0x7fffffff;
-    chunkWordEnd = 0;
-    return;
-  }
-  chunkView = new DataView(text.buffer, text.byteOffset, n);
-  let start = 0;
-  while (start < 3 && (text[start]! & 0xc0) === 0x80) start++;
-  let end = n;
-  for (let k = n - 1; k >= n - 4; k--) {
-    const c = text[k]!;
+function checkedUtf8(bytes: Uint8Array, input: number, n: number): [number, number] {
+  let from = 0;
+  while (from < 3 && from < n && (bytes[input + from]! & 0xc0) === 0x80) from++;
+  let to = n;
+  for (let k = n - 1; k >= n - 4 && k >= from; k--) {
+    const c = bytes[input + k]!;
     if ((c & 0xc0) === 0x80) continue;
-    if (c >= 0xc0 && k + (c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2) > n) end = k;
+    if (c >= 0xc0 && k + (c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2) > n) to = k;
     break;
   }
-  // The whole chunk in the common case: no slice to allocate.
-  if (isUtf8(start === 0 && end === n ? text : text.subarray(start, end))) {
-    chunkWordStart = start;
-    chunkWordEnd = end;
-    chunkHigh = 0;
-  } else {
-    chunkWordStart = 0;
-    chunkWordEnd = n;
-    chunkHigh = HIGH_BITS;
-  }
+  return from < to && isUtf8(bytes.subarray(input + from, input + to)) ? [from, to] : [0, 0];
 }
 
-/**
- * The common case of {@link scanStringChunk}, small enough for V8 to inline into the scanner's main
- * loop (a call per string was ~a third of the scan of a mission list): plain bytes four at a time up to
- * the first byte that is not, which is usually the closing quote. Anything else (an escape, a control
- * byte, non-ASCII bytes to check, the end of the word range) goes to {@link scanStringChunk}, from that
- * byte, or from the start when no word stopped (skipped non-ASCII bytes may end inside a sequence).
- * Same arguments and results as {@link scanStringChunk}.
- */
-function scanString(
-  text: Buffer,
-  i: number,
-  n: number,
-  view: DataView<ArrayBufferLike>,
-  wordStart: number,
-  wordEnd: number,
-  high: number,
-): number {
-  const start = i;
-  if (i >= wordStart) {
-    const last = wordEnd - 4;
-    // The word test of scanStringChunk (explained there), written out again: with it in a shared
-    // helper the scanner measured 0.94–0.99× (bench/aliases-json-scan-throughput.ts; V8's inlining
-    // budget of the main loop).
-    while (i <= last) {
-      const w = view.getInt32(i, true);
-      const q = w ^ 0x22222222;
-      const b = w ^ 0x5c5c5c5c;
-      const hit =
-        ((((q - 0x01010101) | 0) & ~q) |
-          (((b - 0x01010101) | 0) & ~b) |
-          (((w - 0x20202020) | 0) & ~w) |
-          (w & high)) &
-        HIGH_BITS;
-      if (hit !== 0) {
-        i += (31 - Math.clz32(hit ^ ((hit - 1) | 0))) >> 3;
-        return text[i] === 0x22 ? i + 1 : scanStringChunk(text, i, n, view, wordStart, wordEnd, high);
-      }
-      i += 4;
-    }
-  }
-  return scanStringChunk(text, start, n, view, wordStart, wordEnd, high);
-}
-
-/**
- * Scans string bytes from `i` in a chunk that may end inside the string (fast path of the incremental
- * scanner, in the plain string sub-state). Plain bytes are skipped four at a time where
- * {@link prepareWords} allows it (`view`, `wordStart`, `wordEnd`, `high`: passed, not read from the
- * module, so that a handler scanning another chunk in between cannot change them).
- * @returns The offset after the closing quote; -1 with {@link stringFault} set; -2 when the chunk ends
- *   (or an escape or UTF-8 sequence may cross its end) at {@link stringStop}.
- */
-function scanStringChunk(
-  text: Buffer,
-  i: number,
-  n: number,
-  view: DataView<ArrayBufferLike>,
-  wordStart: number,
-  wordEnd: number,
-  high: number,
-): number {
-  for (;;) {
-    if (i >= wordStart) {
-      // A word (little-endian: byte k in bits 8k…8k+7) is plain unless a byte is '"', '\' or below
-      // 0x20 (or, with `high`, 0x80 or above). Each test sets the high bit of the first such byte
-      // exactly; bytes above it may be flagged wrongly (borrows), which does not matter.
-      const last = wordEnd - 4;
-      const from = i;
-      let hit = 0;
-      while (i <= last) {
-        const w = view.getInt32(i, true);
-        const q = w ^ 0x22222222;
-        const b = w ^ 0x5c5c5c5c;
-        hit =
-          ((((q - 0x01010101) | 0) & ~q) |
-            (((b - 0x01010101) | 0) & ~b) |
-            (((w - 0x20202020) | 0) & ~w) |
-            (w & high)) &
-          HIGH_BITS;
-        if (hit !== 0) break;
-        i += 4;
-      }
-      if (hit !== 0) {
-        // The lowest flagged byte: 31 - clz32 of the mask up to the lowest set bit is its bit index.
-        i += (31 - Math.clz32(hit ^ ((hit - 1) | 0))) >> 3;
-      } else if (i !== from) {
-        // Skipped non-ASCII bytes (valid UTF-8) may stop inside a sequence: back to its lead byte.
-        while (i < n && (text[i]! & 0xc0) === 0x80) i--;
-      }
-    }
-    // In-bounds loads only: a load that has seen the end of a typed array makes V8 slower on every byte.
-    if (i >= n) {
-      stringStop = i;
-      return -2;
-    }
-    const c = text[i]!;
-    const cls = STRING_CLASS[c]!;
-    if (cls === 0) {
-      i++;
-    } else if (cls === 1) {
-      return i + 1;
-    } else if (cls === 2) {
-      stringHadEscape = true;
-      if (i + 6 > n) {
-        stringStop = i;
-        return -2;
-      }
-      const e = text[i + 1]!;
-      if (SIMPLE_ESCAPE[e] === 1) i += 2;
-      else if (e === 0x75 && HEX[text[i + 2]!] && HEX[text[i + 3]!] && HEX[text[i + 4]!] && HEX[text[i + 5]!])
-        i += 6;
-      else return fail(i, 'invalid escape sequence in string');
-    } else if (cls === 3) {
-      return fail(i, `unescaped control character ${found(text, i)} in string`);
-    } else {
-      if (i + 4 > n) {
-        stringStop = i;
-        return -2;
-      }
-      const length = utf8SequenceLength(text, i);
-      if (length === 0) return fail(i, 'invalid UTF-8 in string');
-      i += length;
-    }
-  }
-}
-
-/**
- * Scans a number (RFC 8259 §6) starting at `i` that lies wholly in the chunk (fast path).
- * @returns The offset after it; -1 with {@link stringFault} set; -2 when it reaches the chunk's end
- *   (the caller then scans it again with the sub-state machine).
- */
-function scanNumberChunk(text: Buffer, i: number, n: number): number {
-  let c = text[i]!;
-  if (c === 0x2d) {
-    if (++i >= n) return -2;
-    c = text[i]!;
-  }
-  if (c === 0x30) {
-    if (++i >= n) return -2;
-    c = text[i]!;
-  } else if (c >= 0x31 && c <= 0x39) {
-    do {
-      if (++i >= n) return -2;
-      c = text[i]!;
-    } while (c >= 0x30 && c <= 0x39);
-  } else {
-    return fail(i, `expected a digit but found ${found(text, i)}`);
-  }
-  if (c === 0x2e) {
-    if (++i >= n) return -2;
-    c = text[i]!;
-    if (c < 0x30 || c > 0x39) return fail(i, `expected a digit after '.' but found ${found(text, i)}`);
-    do {
-      if (++i >= n) return -2;
-      c = text[i]!;
-    } while (c >= 0x30 && c <= 0x39);
-  }
-  if (c === 0x65 || c === 0x45) {
-    if (++i >= n) return -2;
-    c = text[i]!;
-    if (c === 0x2b || c === 0x2d) {
-      if (++i >= n) return -2;
-      c = text[i]!;
-    }
-    if (c < 0x30 || c > 0x39) return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
-    do {
-      if (++i >= n) return -2;
-      c = text[i]!;
-    } while (c >= 0x30 && c <= 0x39);
-  }
-  return i;
+/** Renews the views after the instance's memory grew (the nesting stack). */
+function refresh(e: Engine): void {
+  if (e.memory.buffer === e.buffer) return;
+  e.buffer = e.memory.buffer;
+  e.bytes = new Uint8Array(e.buffer);
+  e.words = new Int32Array(e.buffer);
 }
 
 /**
  * The strict scanner of {@link scanJson}, fed chunk by chunk: the same grammar and verdicts (RFC 8259,
  * UTF-8 checked byte by byte, no byte order mark, one top-level value with surrounding whitespace),
  * with its whole state carried between chunks — the nesting as an explicit stack of one byte per level
- * (never recursion), and a token cut by a chunk boundary as a small sub-state (a key as at most a few
- * hundred bytes, only to compare it with the names). Members of objects at every depth are compared
- * with the names.
+ * (never recursion), and a token cut by a chunk boundary as a small sub-state (a key as at most 1,536
+ * bytes, only to compare it with the names). Members of objects at every depth are compared with the
+ * names. Error offsets do not depend on where the chunks were cut.
  *
- * Memory: the nesting stack (1 byte per level, at most `maxNesting`) and one key buffer.
+ * Memory: its state while another scanner runs (19 numbers, the nesting stack of 1 byte per level, the
+ * bytes of a key cut by a chunk's end).
  */
 export class JsonStreamScanner {
-  /** The first error, once {@link write} or {@link end} returned {@link SCAN_INVALID}. */
+  /** The first error, once {@link write} or {@link end} returned {@link SCAN_INVALID} or {@link SCAN_TOO_DEEP}. */
   error: ScanError | undefined;
   readonly #names: KeyNames;
-  readonly #maxNesting: number;
-  #stack = new Uint8Array(64);
-  #depth = 0;
-  #state = S_VALUE;
-  /** Absolute offset of the current chunk's first byte. */
+  /** The C state while another scanner owns the instance. */
+  readonly #saved = new Int32Array(STATE_FIELDS);
+  #stack = new Uint8Array(16);
+  #key: Uint8Array | undefined;
+  /** Absolute offset of the next chunk's first byte. */
   #base = 0;
-  #reportedName = -1;
-  #strSub = STR_PLAIN;
-  #strNeed = 0;
-  #strLo = 0;
-  #strHi = 0;
-  #strSeqStart = 0;
-  #numSub = N_MINUS;
-  #literal = 0;
-  #literalPos = 0;
-  #keyBuf: Buffer;
-  #keyLength = 0;
-  #keyEscaped = false;
+  #spent = false;
+  /** The text's first bytes, for the byte order mark and UTF-16 hints. */
+  #head = '';
 
   /**
    * @param names Member names to report, at any depth.
-   * @param maxNesting Deepest nesting accepted (arrays and objects); deeper text gives {@link SCAN_TOO_DEEP}.
+   * @param maxNesting Deepest nesting accepted (arrays and objects), at most {@link MAX_SCAN_NESTING};
+   *   deeper text gives {@link SCAN_TOO_DEEP}.
    */
   constructor(names: KeyNames, maxNesting: number) {
     this.#names = names;
-    this.#maxNesting = maxNesting;
-    this.#keyBuf = Buffer.allocUnsafe(names.maxRawLength);
+    this.#saved[F_STATE] = S_VALUE;
+    this.#saved[F_MAX_NESTING] = Math.max(0, Math.min(maxNesting, MAX_SCAN_NESTING));
+    this.#saved[F_REPORTED_NAME] = -1;
   }
 
   /** Bytes scanned so far (the absolute offset of the next chunk's first byte). */
@@ -615,385 +434,49 @@ export class JsonStreamScanner {
    *   (the scanner is then spent and ignores further chunks). Never throws unless the handler does.
    */
   write(text: Buffer, handler: StreamScanHandler): ScanStatus {
-    if (this.#state === S_SPENT) return SCAN_OK;
-    // An int32 (typed array lengths may be float64 in V8), so that the bound checks stay integer compares.
-    const n = text.length | 0;
-    const base = this.#base;
-    let i = 0;
-    prepareWords(text, n);
-    const view = chunkView;
-    const wordStart = chunkWordStart;
-    const wordEnd = chunkWordEnd;
-    const high = chunkHigh;
-    if (this.#state >= S_OPEN_ARRAY && this.#state !== S_MEMBER_VALUE) {
-      // A token cut by the end of the previous chunk: finish it apart, keeping this loop small.
-      i = this.#resume(text, n);
-      if (i === -1) return this.#state === S_SPENT ? SCAN_INVALID : SCAN_OK;
-    }
-    let state = this.#state;
-    let stack = this.#stack;
-    let depth = this.#depth;
-    let c: number;
-    let isKey = false;
-
-    main: for (;;) {
-      if (state === S_AFTER) {
-        if (depth === 0) {
-          while (i < n && isWhitespace(text[i]!)) i++;
-          if (i < n) return this.#unexpected(text, i, E_AFTER_TEXT);
-          break;
-        }
-        const flags = stack[depth]!;
-        if ((flags & CURRENT_REPORTED) !== 0) {
-          stack[depth] = flags & ~CURRENT_REPORTED;
-          if (!handler.onValue(depth, base + i)) return this.#stop();
-        }
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === END) break;
-        if (c === 0x2c) {
-          i++;
-          state = (flags & IS_OBJECT) !== 0 ? S_KEY : S_VALUE;
-          continue;
-        }
-        if ((flags & IS_OBJECT) !== 0) {
-          if (c !== 0x7d) return this.#unexpected(text, i, E_OBJECT_NEXT);
-          if ((flags & HAS_REPORTED) !== 0 && !handler.onObjectEnd(depth, base + i)) return this.#stop();
-        } else if (c !== 0x5d) {
-          return this.#unexpected(text, i, E_ARRAY_NEXT);
-        }
-        depth--;
-        i++;
-        continue;
-      }
-
-      if (state === S_VALUE) {
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === END) break;
-        if (c === 0x7b || c === 0x5b) {
-          if (depth >= this.#maxNesting) return this.#tooDeep();
-          depth++;
-          if (depth === stack.length) stack = this.#grow();
-          const isObject = c === 0x7b;
-          stack[depth] = isObject ? IS_OBJECT : 0;
-          c = ++i < n ? text[i]! : END;
-          while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-          if (c === END) {
-            state = isObject ? S_OPEN_OBJECT : S_OPEN_ARRAY;
-            break;
-          }
-          if (c === (isObject ? 0x7d : 0x5d)) {
-            depth--;
-            i++;
-            state = S_AFTER;
-          } else {
-            state = isObject ? S_KEY : S_VALUE;
-          }
-          continue;
-        }
-        if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-          const end = scanNumberChunk(text, i, n);
-          if (end >= 0) {
-            i = end;
-            state = S_AFTER;
-            continue;
-          }
-          if (end === -1) return this.#fault();
-          // The chunk ends inside the number: again, byte by byte, carrying the sub-state.
-          this.#numSub = c === 0x2d ? N_MINUS : c === 0x30 ? N_ZERO : N_INT;
-          i = this.#number(text, i + 1, n);
-          if (i === -1) return this.#fault();
-          if (i === -2) {
-            state = S_NUMBER;
-            break;
-          }
-          state = S_AFTER;
-          continue;
-        }
-        if (c !== 0x22) {
-          i = this.#literalStart(text, i, n, c);
-          if (i === -1) return SCAN_INVALID;
-          if (i === -2) {
-            state = S_LITERAL;
-            break;
-          }
-          state = S_AFTER;
-          continue;
-        }
-        // A string value: scanned below, with the keys (one call site, so that V8 inlines it).
-      } else if (state === S_MEMBER_VALUE) {
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === END) break;
-        if (!handler.onMember(depth, this.#reportedName, base + i)) return this.#stop();
-        state = S_VALUE;
-        continue;
-      } else {
-        // S_KEY, S_OPEN_OBJECT
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === END) break;
-        if (c === 0x7d && state === S_OPEN_OBJECT) {
-          depth--;
-          i++;
-          state = S_AFTER;
-          continue;
-        }
-        if (c !== 0x22) return this.#unexpected(text, i, E_KEY);
-        isKey = true;
-      }
-
-      // A string (a key when `isKey`) starts at i. The common member sequences (`"key":"value","key"…`
-      // with an unreported key) stay in this inner loop instead of a state step per token.
+    if (this.#spent) return SCAN_OK;
+    const length = text.length;
+    if (this.#head.length < 3) this.#head += text.toString('latin1', 0, 3 - this.#head.length);
+    for (let start = 0; start < length; start += WINDOW) {
+      const n = Math.min(WINDOW, length - start);
+      const windowBase = this.#base + start;
+      let e = this.#load(text, start, n);
+      const [utf8From, utf8To] = checkedUtf8(e.bytes, e.input, n);
+      let from = 0;
       for (;;) {
-        const stringStart = i;
-        stringHadEscape = false;
-        i = scanString(text, i + 1, n, view, wordStart, wordEnd, high);
-        if (!isKey) {
-          if (i < 0) {
-            if (i === -1) return this.#fault();
-            i = this.#stringTail(text, stringStop, n);
-            if (i === -1) return this.#fault();
-            if (i === -2) {
-              state = S_STRING;
-              break main;
-            }
-          }
-          state = S_AFTER;
-          // `,"` in an object whose current member is not reported: the next key, as S_AFTER then S_KEY would.
-          if (
-            i + 1 < n &&
-            text[i] === 0x2c &&
-            text[i + 1] === 0x22 &&
-            (stack[depth]! & (IS_OBJECT | CURRENT_REPORTED)) === IS_OBJECT
-          ) {
-            i++;
-            isKey = true;
-            continue;
-          }
-          continue main;
+        const status = e.scan(from, n, utf8From, utf8To);
+        refresh(e);
+        const state = e.state >> 2;
+        const count = e.words[state + F_EVENT_COUNT]!;
+        if (count > 0) {
+          if (!this.#dispatch(e, count, windowBase, handler)) return this.#finish(SCAN_STOPPED);
+          if (owner !== this) e = this.#load(text, start, n); // a handler ran another scanner
         }
-        isKey = false;
-        const keyStart = stringStart;
-        let name: number;
-        if (i >= 0) {
-          name = this.#names.match(text, keyStart, i, stringHadEscape);
-        } else {
-          if (i === -1) return this.#fault();
-          i = this.#keyTail(text, keyStart, n);
-          if (i === -1) return this.#fault();
-          if (i === -2) {
-            state = S_KEY_STRING;
-            break main;
-          }
-          name = this.#names.match(text, keyStart, i, this.#keyEscaped);
+        if (status === SCAN_OK) break;
+        if (status === STATUS_EVENTS_FULL) {
+          from = e.words[state + F_RESUME]!;
+          continue;
         }
-        // The ':' after the key, inline (the common case: in the same chunk).
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === 0x3a) {
-          i++;
-          if (name >= 0) {
-            this.#reportedName = name;
-            stack[depth] = stack[depth]! | HAS_REPORTED | CURRENT_REPORTED;
-            state = S_MEMBER_VALUE;
-            continue main;
-          }
-          state = S_VALUE;
-          // A string value right after the ':', as S_VALUE would scan it.
-          if (i < n && text[i] === 0x22) continue;
-          continue main;
+        const at = e.words[state + F_ERROR_OFFSET]!;
+        if (status === SCAN_TOO_DEEP) {
+          this.error = {
+            offset: windowBase + at,
+            message: `nesting deeper than ${e.words[state + F_MAX_NESTING]} levels`,
+          };
+          return this.#finish(SCAN_TOO_DEEP);
         }
-        if (c !== END) return this.#unexpected(text, i, E_COLON);
-        this.#reportedName = name;
-        state = S_COLON;
-        break main;
+        const kind = e.words[state + F_ERROR_KIND]!;
+        // A literal's error is at its first byte, which may lie in an earlier chunk.
+        const c =
+          kind === ERR_LITERAL ? LITERAL_INITIALS.charCodeAt(e.words[state + F_LITERAL]!) : text[start + at];
+        let message = ERROR_MESSAGES[kind]!.replace('%', describe(c));
+        if (kind === ERR_VALUE && windowBase + at <= 1) message += this.#hint(windowBase + at);
+        this.error = { offset: windowBase + at, message };
+        return this.#finish(SCAN_INVALID);
       }
     }
-    // The chunk is used up in `state`.
-    this.#state = state;
-    this.#depth = depth;
-    this.#base = base + n;
+    this.#base += length;
     return SCAN_OK;
-  }
-
-  /**
-   * Finishes, at the start of a chunk, the token or step cut by the end of the previous one.
-   * @returns The offset where the main loop goes on (state and depth updated), or -1 when the chunk is
-   *   used up (still in the token) or the text is invalid (then the scanner is spent).
-   */
-  #resume(text: Buffer, n: number, from = 0): number {
-    let i = from;
-    let c: number;
-    switch (this.#state) {
-      case S_OPEN_ARRAY: {
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === END) break;
-        if (c === 0x5d) {
-          this.#depth--;
-          this.#state = S_AFTER;
-          return i + 1;
-        }
-        this.#state = S_VALUE;
-        return i;
-      }
-
-      case S_COLON: {
-        c = i < n ? text[i]! : END;
-        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++i < n ? text[i]! : END;
-        if (c === END) break;
-        if (c !== 0x3a) {
-          this.#unexpected(text, i, E_COLON);
-          return -1;
-        }
-        if (this.#reportedName >= 0) {
-          this.#stack[this.#depth] = this.#stack[this.#depth]! | HAS_REPORTED | CURRENT_REPORTED;
-          this.#state = S_MEMBER_VALUE;
-        } else {
-          this.#state = S_VALUE;
-        }
-        return i + 1;
-      }
-
-      case S_KEY_STRING: {
-        i = this.#resumeString(text, n);
-        if (i === -1) {
-          this.#fault();
-          return -1;
-        }
-        if (i === -2) {
-          this.#keyAppend(text, 0, n);
-          break;
-        }
-        this.#keyAppend(text, 0, i);
-        this.#reportedName =
-          this.#keyLength <= this.#keyBuf.length
-            ? this.#names.match(this.#keyBuf, 0, this.#keyLength, this.#keyEscaped)
-            : -1;
-        this.#state = S_COLON;
-        return this.#resume(text, n, i);
-      }
-
-      case S_STRING: {
-        i = this.#resumeString(text, n);
-        if (i === -1) {
-          this.#fault();
-          return -1;
-        }
-        if (i === -2) break;
-        this.#state = S_AFTER;
-        return i;
-      }
-
-      case S_NUMBER: {
-        i = this.#number(text, 0, n);
-        if (i === -1) {
-          this.#fault();
-          return -1;
-        }
-        if (i === -2) break;
-        this.#state = S_AFTER;
-        return i;
-      }
-
-      default: {
-        // S_LITERAL
-        const literal = LITERALS[this.#literal]!;
-        let pos = this.#literalPos;
-        while (pos < literal.length && i < n) {
-          if (text[i] !== literal[pos]) {
-            this.#unexpected(text, i, E_VALUE);
-            return -1;
-          }
-          pos++;
-          i++;
-        }
-        this.#literalPos = pos;
-        if (pos < literal.length) break;
-        this.#state = S_AFTER;
-        return i;
-      }
-    }
-    this.#base += n;
-    return -1;
-  }
-
-  /** A key cut in this chunk: finish it byte by byte, or keep its bytes for the next chunk. */
-  #keyTail(text: Buffer, keyStart: number, n: number): number {
-    this.#keyEscaped = stringHadEscape;
-    this.#keyLength = 0;
-    const i = this.#stringTail(text, stringStop, n);
-    if (i === -2) this.#keyAppend(text, keyStart, n);
-    return i;
-  }
-
-  /** A literal starting at `i`: its end, -2 when the chunk ends inside it, -1 (spent) when it is none. */
-  #literalStart(text: Buffer, i: number, n: number, c: number): number {
-    const literal = c === 0x74 ? 0 : c === 0x66 ? 1 : c === 0x6e ? 2 : -1;
-    if (literal < 0) {
-      this.#unexpected(text, i, E_VALUE_HINT);
-      return -1;
-    }
-    const bytes = LITERALS[literal]!;
-    if (i + bytes.length <= n) {
-      for (let k = 1; k < bytes.length; k++) {
-        if (text[i + k] !== bytes[k]) {
-          this.#unexpected(text, i, E_VALUE);
-          return -1;
-        }
-      }
-      return i + bytes.length;
-    }
-    for (let k = 1; i + k < n; k++) {
-      if (text[i + k] !== bytes[k]) {
-        this.#unexpected(text, i, E_VALUE);
-        return -1;
-      }
-    }
-    this.#literal = literal;
-    this.#literalPos = n - i;
-    return -2;
-  }
-
-  #grow(): Uint8Array<ArrayBuffer> {
-    const grown = new Uint8Array(this.#stack.length * 2);
-    grown.set(this.#stack);
-    this.#stack = grown;
-    return grown;
-  }
-
-  #tooDeep(): ScanStatus {
-    this.#state = S_SPENT;
-    return SCAN_TOO_DEEP;
-  }
-
-  /** Fails at byte `i` of this chunk with the message of `kind`. */
-  #unexpected(text: Buffer, i: number, kind: number): ScanStatus {
-    const what = found(text, i);
-    const message =
-      kind === E_AFTER_TEXT
-        ? `unexpected ${what} after the JSON value`
-        : kind === E_OBJECT_NEXT
-          ? `expected ',' or '}' but found ${what}`
-          : kind === E_ARRAY_NEXT
-            ? `expected ',' or ']' but found ${what}`
-            : kind === E_KEY
-              ? `expected a string key but found ${what}`
-              : kind === E_COLON
-                ? `expected ':' after the key but found ${what}`
-                : kind === E_VALUE_HINT
-                  ? `expected a JSON value but found ${what}${hint(text, i)}`
-                  : `expected a JSON value but found ${what}`;
-    this.error = { offset: this.#base + i, message };
-    this.#state = S_SPENT;
-    return SCAN_INVALID;
-  }
-
-  #stop(): ScanStatus {
-    this.#state = S_SPENT;
-    return SCAN_STOPPED;
   }
 
   /**
@@ -1002,17 +485,21 @@ export class JsonStreamScanner {
    *   {@link SCAN_INVALID} when it was truncated (or empty); a spent scanner returns {@link SCAN_OK}.
    */
   end(): ScanStatus {
-    const state = this.#state;
-    if (state === S_SPENT) return SCAN_OK;
-    this.#state = S_SPENT;
-    const complete =
-      this.#depth === 0 && (state === S_AFTER || (state === S_NUMBER && (this.#numSub & 1) === 1));
-    if (complete) return SCAN_OK;
+    if (this.#spent) return SCAN_OK;
+    const e = this.#acquire();
+    const state = e.state >> 2;
+    const words = e.words;
+    const current = words[state + F_STATE]!;
+    const depth = words[state + F_DEPTH]!;
+    const numSub = words[state + F_NUM_SUB]!;
+    const complete = depth === 0 && (current === S_AFTER || (current === S_NUMBER && (numSub & 1) === 1));
+    if (complete) return this.#finish(SCAN_OK);
     // What was expected where the text ended, as a byte there would have been told.
-    const end = this.#base;
-    let offset = end;
+    let offset = this.#base;
     let message: string;
-    switch (state) {
+    const closer = (e.bytes[e.stack + depth]! & IS_OBJECT) !== 0 ? '}' : ']';
+    const afterValue = `expected ',' or '${closer}' but found the end of the text`;
+    switch (current) {
       case S_STRING:
       case S_KEY_STRING:
         message = 'unterminated string';
@@ -1020,17 +507,16 @@ export class JsonStreamScanner {
       case S_NUMBER:
         // A number that may end here ended the value: what follows a value was expected.
         message =
-          (this.#numSub & 1) === 1
-            ? this.#expectedAfterValue()
-            : `${NUMBER_EXPECTED[this.#numSub]} but found the end of the text`;
+          (numSub & 1) === 1 ? afterValue : `${NUMBER_EXPECTED[numSub]} but found the end of the text`;
         break;
-      case S_LITERAL:
+      case S_LITERAL: {
         // A cut literal is no value: the error is at its first byte, as for one that goes wrong.
-        offset = end - this.#literalPos;
-        message = `expected a JSON value but found '${String.fromCharCode(LITERALS[this.#literal]![0]!)}'`;
+        offset -= words[state + F_LITERAL_POS]!;
+        message = `expected a JSON value but found '${LITERAL_INITIALS[words[state + F_LITERAL]!]}'`;
         break;
+      }
       case S_AFTER:
-        message = this.#expectedAfterValue();
+        message = afterValue;
         break;
       case S_KEY:
       case S_OPEN_OBJECT:
@@ -1044,175 +530,100 @@ export class JsonStreamScanner {
         message = 'expected a JSON value but found the end of the text';
     }
     this.error = { offset, message };
-    return SCAN_INVALID;
+    return this.#finish(SCAN_INVALID);
   }
 
-  /** The message for a text that ends after a value inside an array or object. */
-  #expectedAfterValue(): string {
-    const closer = (this.#stack[this.#depth]! & IS_OBJECT) !== 0 ? '}' : ']';
-    return `expected ',' or '${closer}' but found the end of the text`;
+  /** Makes this scanner the instance's owner and copies the window into its input. */
+  #load(text: Buffer, start: number, n: number): Engine {
+    const e = this.#acquire();
+    e.bytes.set(n === text.length ? text : text.subarray(start, start + n), e.input);
+    return e;
   }
 
-  #fault(): ScanStatus {
-    this.error = { offset: this.#base + stringFault.offset, message: stringFault.message };
-    this.#state = S_SPENT;
-    return SCAN_INVALID;
-  }
-
-  #keyAppend(text: Buffer, from: number, to: number): void {
-    const length = this.#keyLength;
-    const room = this.#keyBuf.length - length;
-    if (room >= to - from) text.copy(this.#keyBuf, length, from, to);
-    // A key longer than the buffer cannot match; only its length is kept.
-    this.#keyLength = length + (to - from);
-  }
-
-  /**
-   * Scans the string bytes of `text` from `i` to the chunk's end byte by byte, carrying the sub-state.
-   * @returns -2 (the chunk ended inside the string), the offset after the closing quote, or -1.
-   */
-  #stringTail(text: Buffer, i: number, n: number): number {
-    this.#strSub = STR_PLAIN;
-    while (i < n) {
-      const r = this.#stringByte(text, i);
-      if (r === -1) return -1;
-      i++;
-      if (r === 1) return i;
+  /** Makes this scanner the instance's owner, saving the state of the one before. */
+  #acquire(): Engine {
+    const e = getEngine();
+    if (owner !== this) {
+      if (owner !== undefined) owner.#save(e);
+      this.#restore(e);
+      owner = this;
     }
-    return -2;
+    return e;
   }
 
-  /** Continues a string at the start of a chunk: slow path until the sub-state is plain, then the fast one. */
-  #resumeString(text: Buffer, n: number): number {
-    let i = 0;
-    while (this.#strSub !== STR_PLAIN) {
-      if (i >= n) return -2;
-      const r = this.#stringByte(text, i);
-      if (r === -1) return -1;
-      i++;
+  /** Copies the instance's state into this scanner (another scanner takes its turn). */
+  #save(e: Engine): void {
+    const state = e.state >> 2;
+    this.#saved.set(e.words.subarray(state, state + STATE_FIELDS));
+    const levels = this.#saved[F_DEPTH]! + 1;
+    if (levels > this.#stack.length) this.#stack = new Uint8Array(Math.max(levels, this.#stack.length * 2));
+    this.#stack.set(e.bytes.subarray(e.stack, e.stack + levels));
+    if (this.#saved[F_STATE] === S_KEY_STRING) {
+      this.#key ??= new Uint8Array(KEY_CAP);
+      this.#key.set(e.bytes.subarray(e.key, e.key + Math.min(this.#saved[F_KEY_LEN]!, KEY_CAP)));
     }
-    stringHadEscape = false;
-    // Called before any handler call of this write: the module's chunk state is this chunk's.
-    const end = scanStringChunk(text, i, n, chunkView, chunkWordStart, chunkWordEnd, chunkHigh);
-    if (stringHadEscape) this.#keyEscaped = true;
-    if (end === -2) return this.#stringTail(text, stringStop, n);
-    return end;
   }
 
-  /** One string byte in the carried sub-state: 0 = go on, 1 = the closing quote, -1 = invalid. */
-  #stringByte(text: Buffer, i: number): number {
-    const c = text[i]!;
-    switch (this.#strSub) {
-      case STR_PLAIN: {
-        const cls = STRING_CLASS[c]!;
-        if (cls === 0) return 0;
-        if (cls === 1) return 1;
-        this.#strSeqStart = this.#base + i;
-        if (cls === 2) {
-          this.#keyEscaped = true;
-          this.#strSub = STR_BACKSLASH;
-          return 0;
-        }
-        if (cls === 3) return fail(i, `unescaped control character ${found(text, i)} in string`);
-        if (c >= 0xc2 && c <= 0xdf) {
-          this.#strNeed = 1;
-          this.#strLo = 0x80;
-          this.#strHi = 0xbf;
-        } else if (c >= 0xe0 && c <= 0xef) {
-          this.#strNeed = 2;
-          this.#strLo = c === 0xe0 ? 0xa0 : 0x80;
-          this.#strHi = c === 0xed ? 0x9f : 0xbf;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-          this.#strNeed = 3;
-          this.#strLo = c === 0xf0 ? 0x90 : 0x80;
-          this.#strHi = c === 0xf4 ? 0x8f : 0xbf;
-        } else return fail(i, 'invalid UTF-8 in string');
-        this.#strSub = STR_UTF8;
-        return 0;
+  /** Copies this scanner's state into the instance. */
+  #restore(e: Engine): void {
+    e.words.set(this.#saved, e.state >> 2);
+    const levels = this.#saved[F_DEPTH]! + 1;
+    e.bytes.set(levels === this.#stack.length ? this.#stack : this.#stack.subarray(0, levels), e.stack);
+    if (this.#saved[F_STATE] === S_KEY_STRING && this.#key !== undefined)
+      e.bytes.set(this.#key.subarray(0, Math.min(this.#saved[F_KEY_LEN]!, KEY_CAP)), e.key);
+    if (e.loadedNames !== this.#names) {
+      const names = this.#names;
+      const at = e.names >> 2;
+      e.words[at] = names.names.length;
+      e.words[at + 1] = Math.max(0, ...names.lengths);
+      e.words.set(names.offsets, at + NAMES_OFFSETS);
+      e.words.set(names.lengths, at + NAMES_LENGTHS);
+      e.bytes.fill(0, e.names + NAMES_FILTER, e.names + NAMES_BYTES);
+      for (let k = 0; k < names.names.length; k++) {
+        const name = names.bytes.subarray(names.offsets[k], names.offsets[k]! + names.lengths[k]!);
+        e.bytes[e.names + NAMES_FILTER + keyHash(name)] = 1;
       }
-      case STR_BACKSLASH:
-        if (SIMPLE_ESCAPE[c] === 1) this.#strSub = STR_PLAIN;
-        else if (c === 0x75) {
-          this.#strSub = STR_HEX;
-          this.#strNeed = 4;
-        } else return this.#seqFail('invalid escape sequence in string');
-        return 0;
-      case STR_HEX:
-        if (HEX[c] !== 1) return this.#seqFail('invalid escape sequence in string');
-        if (--this.#strNeed === 0) this.#strSub = STR_PLAIN;
-        return 0;
-      default:
-        if (c < this.#strLo || c > this.#strHi) return this.#seqFail('invalid UTF-8 in string');
-        this.#strLo = 0x80;
-        this.#strHi = 0xbf;
-        if (--this.#strNeed === 0) this.#strSub = STR_PLAIN;
-        return 0;
+      e.bytes.set(names.bytes, e.names + NAMES_BYTES);
+      e.loadedNames = names;
     }
   }
 
-  /** Fails at the start of the escape or UTF-8 sequence being completed (which may be in an earlier chunk). */
-  #seqFail(message: string): -1 {
-    return fail(this.#strSeqStart - this.#base, message);
-  }
-
-  /**
-   * Scans number bytes from `i` in the carried sub-state (RFC 8259 §6).
-   * @returns The offset of the first byte after the number; -2 when the chunk ends inside it; -1.
-   */
-  #number(text: Buffer, i: number, n: number): number {
-    let sub = this.#numSub;
-    for (;;) {
-      if (i >= n) {
-        this.#numSub = sub;
-        return -2;
-      }
-      const c = text[i]!;
-      const digit = c >= 0x30 && c <= 0x39;
-      switch (sub) {
-        case N_MINUS:
-          if (!digit) return fail(i, `expected a digit but found ${found(text, i)}`);
-          sub = c === 0x30 ? N_ZERO : N_INT;
-          break;
-        case N_INT:
-        case N_ZERO:
-          if (digit && sub === N_INT) {
-            // The common case: a run of digits.
-            do i++;
-            while (i < n && text[i]! >= 0x30 && text[i]! <= 0x39);
-            continue;
-          }
-          if (c === 0x2e) sub = N_DOT;
-          else if (c === 0x65 || c === 0x45) sub = N_E;
-          else return this.#numberEnd(sub, i);
-          break;
-        case N_DOT:
-          if (!digit) return fail(i, `expected a digit after '.' but found ${found(text, i)}`);
-          sub = N_FRAC;
-          break;
-        case N_FRAC:
-          if (digit) break;
-          if (c === 0x65 || c === 0x45) sub = N_E;
-          else return this.#numberEnd(sub, i);
-          break;
-        case N_E:
-          if (c === 0x2b || c === 0x2d) sub = N_ESIGN;
-          else if (digit) sub = N_EXP;
-          else return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
-          break;
-        case N_ESIGN:
-          if (!digit) return fail(i, `expected a digit in the exponent but found ${found(text, i)}`);
-          sub = N_EXP;
-          break;
-        default:
-          // N_EXP
-          if (!digit) return this.#numberEnd(sub, i);
-      }
-      i++;
+  /** Hands `count` events of the instance to the handler; false when it stopped the scan. */
+  #dispatch(e: Engine, count: number, windowBase: number, handler: StreamScanHandler): boolean {
+    // A copy: a handler that runs another scanner overwrites the instance's events.
+    const events = e.words.slice(e.events >> 2, (e.events >> 2) + count * 3);
+    for (let k = 0; k < events.length; k += 3) {
+      const head = events[k]!;
+      const kind = head & 3;
+      const depth = events[k + 1]!;
+      const offset = windowBase + events[k + 2]!;
+      const go =
+        kind === EV_MEMBER
+          ? handler.onMember(depth, head >> 2, offset)
+          : kind === EV_VALUE
+            ? handler.onValue(depth, offset)
+            : handler.onObjectEnd(depth, offset);
+      if (!go) return false;
     }
+    return true;
   }
 
-  #numberEnd(sub: number, i: number): number {
-    this.#numSub = sub;
-    return i;
+  /** Names the likely cause when a text starts with a byte order mark or looks like UTF-16. */
+  #hint(offset: number): string {
+    const head = this.#head;
+    if (head === '\u00ef\u00bb\u00bf') {
+      return ' (a byte order mark; JSON texts must not start with one, RFC 8259 §8.1)';
+    }
+    const first = head.charCodeAt(0);
+    if (head.charCodeAt(offset) === 0x00 || first === 0xfe || first === 0xff)
+      return ' (the text looks like UTF-16; JSON must be UTF-8)';
+    return '';
+  }
+
+  /** The scanner is done: it gives up the instance (nothing of it needs saving any more). */
+  #finish(status: ScanStatus): ScanStatus {
+    this.#spent = true;
+    if (owner === this) owner = undefined;
+    return status;
   }
 }

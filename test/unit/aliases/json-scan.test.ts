@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import {
   JsonStreamScanner,
   KeyNames,
+  MAX_KEY_NAME_BYTES,
+  MAX_KEY_NAMES,
+  MAX_SCAN_NESTING,
   SCAN_INVALID,
   SCAN_OK,
   SCAN_STOPPED,
@@ -88,34 +91,41 @@ describe('scanJson — reported members', () => {
   });
 });
 
+/** Texts that are not JSON, the offset of their first wrong byte and what the message says. */
+const ERRORS: [string, number, RegExp][] = [
+  ['', 0, /expected a JSON value but found the end of the text/],
+  ['   ', 3, /expected a JSON value/],
+  ['{"a":1,}', 7, /expected a string key but found '}'/],
+  ['{"a" 1}', 5, /expected ':' after the key but found '1'/],
+  ['{"a":1 "b":2}', 7, /expected ',' or '}' but found '"'/],
+  ['[1 2]', 3, /expected ',' or '\]' but found '2'/],
+  ['[1,]', 3, /expected a JSON value but found '\]'/],
+  ['{"a":1}x', 7, /unexpected 'x' after the JSON value/],
+  ['"abc', 4, /unterminated string/],
+  ['{"abc', 5, /unterminated string/],
+  ['"a\\x"', 2, /invalid escape sequence/],
+  ['{"a\\u12"', 3, /invalid escape sequence/],
+  ['"a\tb"', 2, /unescaped control character byte 0x09 in string/],
+  ['{"a\nb":1}', 3, /unescaped control character/],
+  ['-', 1, /expected a digit/],
+  ['-a', 1, /expected a digit but found 'a'/],
+  ['01', 1, /unexpected '1' after the JSON value/],
+  ['1.', 2, /expected a digit after '.'/],
+  ['1.e5', 2, /expected a digit after '.'/],
+  ['1e', 2, /expected a digit in the exponent/],
+  ['1e+', 3, /expected a digit in the exponent/],
+  ['tru', 0, /expected a JSON value but found 't'/],
+  ['nul', 0, /expected a JSON value/],
+  ['fals', 0, /expected a JSON value/],
+  ['\u00a0{}', 0, /byte 0xc2/],
+  ['[true, tRue]', 7, /expected a JSON value but found 't'/],
+  ['{"a":nul}', 5, /expected a JSON value but found 'n'/],
+  ['[1,-]', 4, /expected a digit but found '\]'/],
+  ['{"a":"b\\u00g0"}', 7, /invalid escape sequence/],
+];
+
 describe('scanJson — errors name the problem and the byte offset', () => {
-  it.each([
-    ['', 0, /expected a JSON value but found the end of the text/],
-    ['   ', 3, /expected a JSON value/],
-    ['{"a":1,}', 7, /expected a string key but found '}'/],
-    ['{"a" 1}', 5, /expected ':' after the key but found '1'/],
-    ['{"a":1 "b":2}', 7, /expected ',' or '}' but found '"'/],
-    ['[1 2]', 3, /expected ',' or '\]' but found '2'/],
-    ['[1,]', 3, /expected a JSON value but found '\]'/],
-    ['{"a":1}x', 7, /unexpected 'x' after the JSON value/],
-    ['"abc', 4, /unterminated string/],
-    ['{"abc', 5, /unterminated string/],
-    ['"a\\x"', 2, /invalid escape sequence/],
-    ['{"a\\u12"', 3, /invalid escape sequence/],
-    ['"a\tb"', 2, /unescaped control character byte 0x09 in string/],
-    ['{"a\nb":1}', 3, /unescaped control character/],
-    ['-', 1, /expected a digit/],
-    ['-a', 1, /expected a digit but found 'a'/],
-    ['01', 1, /unexpected '1' after the JSON value/],
-    ['1.', 2, /expected a digit after '.'/],
-    ['1.e5', 2, /expected a digit after '.'/],
-    ['1e', 2, /expected a digit in the exponent/],
-    ['1e+', 3, /expected a digit in the exponent/],
-    ['tru', 0, /expected a JSON value but found 't'/],
-    ['nul', 0, /expected a JSON value/],
-    ['fals', 0, /expected a JSON value/],
-    ['\u00a0{}', 0, /byte 0xc2/],
-  ])('%j → offset %d', (text, offset, message) => {
+  it.each(ERRORS)('%j → offset %d', (text, offset, message) => {
     const error = errorOf(text);
     expect(error?.offset).toBe(offset);
     expect(error?.message).toMatch(message);
@@ -282,7 +292,8 @@ describe('JsonStreamScanner — the same grammar, chunk by chunk', () => {
     ['[1 2]', 3, /expected ',' or '\]' but found '2'/],
     ['{"a":1}x', 7, /unexpected 'x' after the JSON value/],
     ['"a\\x"', 2, /invalid escape sequence/],
-    ['[tru]', 4, /expected a JSON value/],
+    ['[tru]', 1, /expected a JSON value but found 't'/],
+    ['[nulL]', 1, /expected a JSON value but found 'n'/],
     ['[-]', 2, /expected a digit/],
     ['"abc', 4, /unterminated string/],
     ['{"a":1', 6, /expected ',' or '}' but found the end of the text/],
@@ -413,3 +424,154 @@ describe('JsonStreamScanner — strings four bytes at a time: lanes, alignment a
 });
 
 const noopHandler: ScanHandler = { onKey() {}, onValue() {}, onObjectEnd() {} };
+
+/** Scans `text` cut at `cuts` (ascending), recording events, status and error. */
+function scanCut(text: Buffer, cuts: readonly number[], names: KeyNames = new KeyNames(['tags'])) {
+  const events: string[] = [];
+  const handler: StreamScanHandler = {
+    onMember: (depth, name, start) => events.push(`member ${depth} ${name} ${start}`) > 0,
+    onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+    onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`) > 0,
+  };
+  const scanner = new JsonStreamScanner(names, MAX_SCAN_NESTING);
+  let status: number = SCAN_OK;
+  let from = 0;
+  for (const cut of [...cuts, text.length]) {
+    status = scanner.write(text.subarray(from, cut), handler);
+    from = cut;
+    if (status !== SCAN_OK) break;
+  }
+  if (status === SCAN_OK) status = scanner.end();
+  return { status, error: scanner.error, events };
+}
+
+describe('JsonStreamScanner — the same error wherever the text is cut', () => {
+  it.each(ERRORS)('%j, cut anywhere and byte by byte', (text) => {
+    const bytes = Buffer.from(text);
+    const whole = scanCut(bytes, []);
+    expect(whole.status).toBe(SCAN_INVALID);
+    for (let cut = 0; cut <= bytes.length; cut++) expect(scanCut(bytes, [cut])).toEqual(whole);
+    expect(
+      scanCut(
+        bytes,
+        Array.from({ length: bytes.length }, (_, k) => k),
+      ),
+    ).toEqual(whole);
+  });
+});
+
+describe('JsonStreamScanner — windows, turns and limits of the WebAssembly scanner', () => {
+  /** `[{"tags":k},…]`: three events per object; 200 KB of them, more than a 64 KiB window's events. */
+  const manyObjects = (count: number) =>
+    Buffer.from(`[${Array.from({ length: count }, (_, k) => `{"tags":${k}}`).join(',')}]`);
+
+  it('reports every member of a chunk larger than a window, with more events than fit at once', () => {
+    const text = manyObjects(20_000);
+    expect(text.length).toBeGreaterThan(3 * 65536);
+    const whole = scanCut(text, []);
+    expect(whole.status).toBe(SCAN_OK);
+    expect(whole.events).toHaveLength(60_000);
+    // The last object: `{"tags":19999}` just before the final `]`.
+    const close = text.length - 2;
+    expect(whole.events.slice(-3)).toEqual([`member 2 0 ${close - 5}`, `value 2 ${close}`, `end 2 ${close}`]);
+    expect(scanCut(text, [65535, 65536, 65537, 131072, 131073])).toEqual(whole);
+  });
+
+  it('keeps each scanner’s state when scanners take turns, deep nesting and cut keys included', () => {
+    const texts = [
+      Buffer.from(`${'[{"tags":'.repeat(3000)}1${'}]'.repeat(3000)}`),
+      Buffer.from('{"t\\u0061gs":{"x":"y","tags":[1,2]},"tags":null}'),
+      manyObjects(100),
+      Buffer.from('[1, {"tags": tru'),
+    ];
+    const alone = texts.map((text) => scanCut(text, []));
+    const scanners = texts.map(() => new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING));
+    const events = texts.map((): string[] => []);
+    const handlers = events.map(
+      (list): StreamScanHandler => ({
+        onMember: (depth, name, start) => list.push(`member ${depth} ${name} ${start}`) > 0,
+        onValue: (depth, end) => list.push(`value ${depth} ${end}`) > 0,
+        onObjectEnd: (depth, close) => list.push(`end ${depth} ${close}`) > 0,
+      }),
+    );
+    const status = texts.map((): number => SCAN_OK);
+    // Seven bytes at a time, round robin: every key and every level is cut somewhere.
+    const longest = Math.max(...texts.map((t) => t.length));
+    for (let at = 0; at < longest; at += 7) {
+      texts.forEach((text, k) => {
+        if (at < text.length && status[k] === SCAN_OK)
+          status[k] = scanners[k]!.write(text.subarray(at, at + 7), handlers[k]!);
+      });
+    }
+    texts.forEach((_, k) => {
+      if (status[k] === SCAN_OK) status[k] = scanners[k]!.end();
+      expect({ status: status[k], error: scanners[k]!.error, events: events[k] }).toEqual(alone[k]);
+    });
+  });
+
+  it('lets a handler run another scanner in the middle of a chunk', () => {
+    const outer = manyObjects(5000);
+    const inner = Buffer.from('{"tags":{"tags":[{"tags":1}]}}');
+    const expected = scanCut(inner, []);
+    const innerEvents: string[] = [];
+    let runs = 0;
+    const nested = (): boolean => {
+      runs++;
+      innerEvents.length = 0;
+      const scanner = new JsonStreamScanner(new KeyNames(['tags']), 10);
+      const list = innerEvents;
+      const handler: StreamScanHandler = {
+        onMember: (depth, name, start) => list.push(`member ${depth} ${name} ${start}`) > 0,
+        onValue: (depth, end) => list.push(`value ${depth} ${end}`) > 0,
+        onObjectEnd: (depth, close) => list.push(`end ${depth} ${close}`) > 0,
+      };
+      expect(scanner.write(inner, handler)).toBe(SCAN_OK);
+      expect(scanner.end()).toBe(SCAN_OK);
+      expect(innerEvents).toEqual(expected.events);
+      return true;
+    };
+    const events: string[] = [];
+    const scanner = new JsonStreamScanner(new KeyNames(['x', 'tags']), 10);
+    const status = scanner.write(outer, {
+      onMember: (depth, name, start) => nested() && events.push(`member ${depth} ${name} ${start}`) > 0,
+      onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+      onObjectEnd: (depth, close) => nested() && events.push(`end ${depth} ${close}`) > 0,
+    });
+    expect(status).toBe(SCAN_OK);
+    expect(scanner.end()).toBe(SCAN_OK);
+    expect(runs).toBe(10_000);
+    expect(events).toEqual(scanCut(outer, [], new KeyNames(['x', 'tags'])).events);
+  });
+
+  it(`accepts ${MAX_SCAN_NESTING} levels of nesting and rejects one more`, () => {
+    const deepest = Buffer.from(`${'['.repeat(MAX_SCAN_NESTING)}${']'.repeat(MAX_SCAN_NESTING)}`);
+    expect(errorOf(deepest)).toBeUndefined();
+    const deeper = Buffer.from(`${'['.repeat(MAX_SCAN_NESTING + 1)}${']'.repeat(MAX_SCAN_NESTING + 1)}`);
+    expect(errorOf(deeper)).toEqual({
+      offset: MAX_SCAN_NESTING,
+      message: `nesting deeper than ${MAX_SCAN_NESTING} levels`,
+    });
+  });
+
+  it(`holds ${MAX_KEY_NAMES} names of up to ${MAX_KEY_NAME_BYTES} bytes, matched raw and escaped`, () => {
+    const longest = 'n'.repeat(MAX_KEY_NAME_BYTES - 1) + 'z';
+    const list = [...Array.from({ length: MAX_KEY_NAMES - 1 }, (_, k) => `name${k}`), longest];
+    const names = new KeyNames(list);
+    const escaped = [...longest].map((c) => `\\u00${c.charCodeAt(0).toString(16)}`).join('');
+    const text = Buffer.from(`{"${longest}":1,"name254":2,"${escaped}":3,"${longest}x":4}`);
+    const whole = scanCut(text, [], names);
+    expect(whole.events.filter((e) => e.startsWith('member'))).toHaveLength(3);
+    expect(whole.events[0]).toMatch(/^member 1 255 /);
+    expect(whole.events[2]).toMatch(/^member 1 254 /);
+    expect(whole.events[4]).toMatch(/^member 1 255 /);
+    expect(
+      scanCut(
+        text,
+        Array.from({ length: text.length }, (_, k) => k),
+        names,
+      ),
+    ).toEqual(whole);
+    expect(() => new KeyNames([...list, 'one more'])).toThrow(/at most/);
+    expect(() => new KeyNames(['x'.repeat(MAX_KEY_NAME_BYTES + 1)])).toThrow(/at most/);
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * The committed WebAssembly build of the JSON scanner is what clang builds from the committed C source,
+ * byte for byte (src/aliases/json-scan-build.ts). Needs clang ≥ 16 with wasm-ld; skipped where there
+ * is none (CI has none: test/unit/aliases/json-scan-wasm.test.ts still checks there that the build
+ * matches the source's SHA-256).
+ */
+import { describe, expect, it } from 'vitest';
+import { compile } from '../../src/aliases/json-scan-build.ts';
+import { JSON_SCAN_WASM } from '../../src/aliases/json-scan-wasm.ts';
+
+function build(): string | undefined {
+  try {
+    return compile().wasm.toString('base64');
+  } catch {
+    return undefined;
+  }
+}
+
+const built = build();
+
+describe('src/aliases/json-scan-wasm.ts', () => {
+  it.skipIf(built === undefined)('is what clang builds from json-scan.c, byte for byte', () => {
+    expect(built).toBe(JSON_SCAN_WASM);
+  });
+});
