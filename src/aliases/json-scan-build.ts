@@ -28,6 +28,7 @@ const EXPORTS = [
   'input_address',
   'events_address',
   'state_address',
+  'result_address',
   'names_address',
   'key_address',
   'stack_address',

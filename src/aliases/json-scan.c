@@ -79,19 +79,24 @@ enum {
 #define CURRENT_REPORTED 4
 
 /*
- * Everything a scanner carries from one window to the next, and what a call reports. json-scan.ts
- * saves and restores it (with the stack and the key bytes) when scanners of several responses take
- * turns; field order is its STATE_* indexes. Offsets are relative to the current window's first byte
- * (negative: in an earlier window) and shifted when a window is done.
+ * Everything a scanner carries from one window to the next. json-scan.ts saves and restores it (with the
+ * stack and the key bytes) when scanners of several responses take turns; field order is its F_*
+ * indexes (15 numbers: a typed array that small lives in V8's heap). Offsets are relative to the
+ * current window's first byte (negative: in an earlier window) and shifted when a window is done.
  */
 typedef struct {
   int32_t state, depth, max_nesting, reported_name;
   int32_t str_sub, str_need, str_lo, str_hi, str_seq_start;
   int32_t num_sub, literal, literal_pos, literal_start;
   int32_t key_len, key_escaped;
-  int32_t error_kind, error_offset;
-  int32_t event_count, resume;
 } State;
+
+/* What a call of `scan` reports besides its status (json-scan.ts's R_* indexes). */
+typedef struct {
+  int32_t error_kind, error_offset; /* INVALID, TOO_DEEP */
+  int32_t event_count;              /* events in `events` */
+  int32_t resume;                   /* EVENTS_FULL: where to call again from */
+} Result;
 
 #define FILTER_SIZE 4096   /* entries of Names.filter */
 
@@ -113,6 +118,7 @@ static inline uint32_t key_hash(uint32_t length, uint32_t first, uint32_t last) 
 }
 
 static State st;
+static Result result;
 static Names names;
 static uint8_t input[WINDOW + PAD] __attribute__((aligned(16)));
 static int32_t events[MAX_EVENTS * 3];
@@ -129,6 +135,7 @@ extern uint8_t __heap_base;
 uint8_t *input_address(void) { return input; }
 int32_t *events_address(void) { return events; }
 State *state_address(void) { return &st; }
+Result *result_address(void) { return &result; }
 Names *names_address(void) { return &names; }
 uint8_t *key_address(void) { return key_bytes; }
 uint8_t *stack_address(void) { return &__heap_base; }
@@ -168,14 +175,14 @@ static int32_t utf8_length(const uint8_t *p, int32_t i) {
 /* ---- outcomes ----------------------------------------------------------------------------------- */
 
 static int32_t fail(int32_t kind, int32_t at) {
-  st.error_kind = kind;
-  st.error_offset = at;
+  result.error_kind = kind;
+  result.error_offset = at;
   st.state = S_SPENT;
   return -1;
 }
 
 static inline void emit(int32_t kind, int32_t name, int32_t depth, int32_t offset) {
-  int32_t k = st.event_count++ * 3;
+  int32_t k = result.event_count++ * 3;
   events[k] = kind | (name << 2);
   events[k + 1] = depth;
   events[k + 2] = offset;
@@ -496,10 +503,10 @@ static int32_t literal_bytes(const uint8_t *p, int32_t i, int32_t n) {
  * Scans input[from .. n) in the state of `st`, carrying it on to the window's end; input[checked_from ..
  * checked_to) is known to be UTF-8 (empty when it is not known). Returns:
  * - OK: the window is scanned (offsets in `st` shifted for the next one);
- * - INVALID: error_kind and error_offset are set;
- * - TOO_DEEP: error_offset is the '[' or '{' one level too deep;
- * - EVENTS_FULL: `events` is nearly full; hand the events over and call again from `resume`.
- * `event_count` events are in `events`.
+ * - INVALID: result.error_kind and result.error_offset are set;
+ * - TOO_DEEP: result.error_offset is the '[' or '{' one level too deep;
+ * - EVENTS_FULL: `events` is nearly full; hand the events over and call again from result.resume.
+ * result.event_count events are in `events`.
  */
 int32_t scan(int32_t from, int32_t n, int32_t checked_from, int32_t checked_to) {
   const uint8_t *p = input;
@@ -511,7 +518,7 @@ int32_t scan(int32_t from, int32_t n, int32_t checked_from, int32_t checked_to) 
   int32_t name = -1;
   int32_t r;
   uint32_t c;
-  st.event_count = 0;
+  result.event_count = 0;
   for (int k = 0; k < PAD; k++) input[n + k] = 0;
 
   switch (st.state) {
@@ -575,7 +582,7 @@ value:
   if (c == '{' || c == '[') {
     if (depth >= st.max_nesting || ((uint32_t)depth + 1 >= stack_capacity && !grow_stack(depth + 1))) {
       st.state = S_SPENT;
-      st.error_offset = i;
+      result.error_offset = i;
       return TOO_DEEP;
     }
     depth++;
@@ -633,9 +640,9 @@ after:
     st.state = S_AFTER;
     goto out;
   }
-  if (st.event_count > MAX_EVENTS - 2) {
+  if (result.event_count > MAX_EVENTS - 2) {
     st.state = S_AFTER;
-    st.resume = i;
+    result.resume = i;
     st.depth = depth;
     return EVENTS_FULL;
   }
@@ -729,9 +736,9 @@ colon:
   stack[depth] |= HAS_REPORTED | CURRENT_REPORTED;
 
 member_value:
-  if (st.event_count > MAX_EVENTS - 2) {
+  if (result.event_count > MAX_EVENTS - 2) {
     st.state = S_MEMBER_VALUE;
-    st.resume = i;
+    result.resume = i;
     st.depth = depth;
     return EVENTS_FULL;
   }

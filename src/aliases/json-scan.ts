@@ -216,6 +216,7 @@ export const MAX_SCAN_NESTING = 1024 * 1024;
 
 // The C side's constants (json-scan.c).
 const WINDOW = 65536;
+const MAX_EVENTS = 4096;
 const STATUS_EVENTS_FULL = 4;
 const EV_MEMBER = 0;
 const EV_VALUE = 1;
@@ -243,11 +244,13 @@ const F_NUM_SUB = 9;
 const F_LITERAL = 10;
 const F_LITERAL_POS = 11;
 const F_KEY_LEN = 13;
-const F_ERROR_KIND = 15;
-const F_ERROR_OFFSET = 16;
-const F_EVENT_COUNT = 17;
-const F_RESUME = 18;
-const STATE_FIELDS = 19;
+const STATE_FIELDS = 15;
+
+// Fields of the C `Result` (int32 each).
+const R_ERROR_KIND = 0;
+const R_ERROR_OFFSET = 1;
+const R_EVENT_COUNT = 2;
+const R_RESUME = 3;
 
 // Fields of the C `Names`: count, longest, offsets[256], lengths[256] (int32), filter[4096], bytes.
 const NAMES_OFFSETS = 2;
@@ -320,6 +323,7 @@ interface Engine {
   readonly input: number;
   readonly events: number;
   readonly state: number;
+  readonly result: number;
   readonly names: number;
   readonly key: number;
   readonly stack: number;
@@ -333,6 +337,9 @@ interface Engine {
 let engine: Engine | undefined;
 /** The scanner whose state is in the instance's memory. */
 let owner: JsonStreamScanner | undefined;
+/** Dispatches under way (a handler may run another scanner), and a copy buffer for each level. */
+let dispatching = 0;
+const eventCopies: Int32Array[] = [];
 
 /** The instance, created at the first scanner (synchronously: the module is ~7 KB). */
 function getEngine(): Engine {
@@ -347,6 +354,7 @@ function getEngine(): Engine {
     input: address('input_address'),
     events: address('events_address'),
     state: address('state_address'),
+    result: address('result_address'),
     names: address('names_address'),
     key: address('key_address'),
     stack: address('stack_address'),
@@ -378,6 +386,21 @@ function checkedUtf8(bytes: Uint8Array, input: number, n: number): [number, numb
   return from < to && isUtf8(bytes.subarray(input + from, input + to)) ? [from, to] : [0, 0];
 }
 
+/**
+ * Copies `length` elements: element by element when they are a few (the usual state, stack and key of
+ * a scanner), which costs less than a view and a native call; else natively.
+ */
+function copy<T extends Uint8Array | Int32Array>(
+  from: T,
+  fromAt: number,
+  to: T,
+  toAt: number,
+  length: number,
+): void {
+  if (length > 64) to.set(from.subarray(fromAt, fromAt + length), toAt);
+  else for (let k = 0; k < length; k++) to[toAt + k] = from[fromAt + k]!;
+}
+
 /** Renews the views after the instance's memory grew (the nesting stack). */
 function refresh(e: Engine): void {
   if (e.memory.buffer === e.buffer) return;
@@ -394,7 +417,7 @@ function refresh(e: Engine): void {
  * bytes, only to compare it with the names). Members of objects at every depth are compared with the
  * names. Error offsets do not depend on where the chunks were cut.
  *
- * Memory: its state while another scanner runs (19 numbers, the nesting stack of 1 byte per level, the
+ * Memory: its state while another scanner runs (15 numbers, the nesting stack of 1 byte per level, the
  * bytes of a key cut by a chunk's end).
  */
 export class JsonStreamScanner {
@@ -446,29 +469,31 @@ export class JsonStreamScanner {
       for (;;) {
         const status = e.scan(from, n, utf8From, utf8To);
         refresh(e);
-        const state = e.state >> 2;
-        const count = e.words[state + F_EVENT_COUNT]!;
+        const result = e.result >> 2;
+        const count = e.words[result + R_EVENT_COUNT]!;
         if (count > 0) {
           if (!this.#dispatch(e, count, windowBase, handler)) return this.#finish(SCAN_STOPPED);
           if (owner !== this) e = this.#load(text, start, n); // a handler ran another scanner
         }
         if (status === SCAN_OK) break;
         if (status === STATUS_EVENTS_FULL) {
-          from = e.words[state + F_RESUME]!;
+          from = e.words[result + R_RESUME]!;
           continue;
         }
-        const at = e.words[state + F_ERROR_OFFSET]!;
+        const at = e.words[result + R_ERROR_OFFSET]!;
         if (status === SCAN_TOO_DEEP) {
           this.error = {
             offset: windowBase + at,
-            message: `nesting deeper than ${e.words[state + F_MAX_NESTING]} levels`,
+            message: `nesting deeper than ${e.words[(e.state >> 2) + F_MAX_NESTING]} levels`,
           };
           return this.#finish(SCAN_TOO_DEEP);
         }
-        const kind = e.words[state + F_ERROR_KIND]!;
+        const kind = e.words[result + R_ERROR_KIND]!;
         // A literal's error is at its first byte, which may lie in an earlier chunk.
         const c =
-          kind === ERR_LITERAL ? LITERAL_INITIALS.charCodeAt(e.words[state + F_LITERAL]!) : text[start + at];
+          kind === ERR_LITERAL
+            ? LITERAL_INITIALS.charCodeAt(e.words[(e.state >> 2) + F_LITERAL]!)
+            : text[start + at];
         let message = ERROR_MESSAGES[kind]!.replace('%', describe(c));
         if (kind === ERR_VALUE && windowBase + at <= 1) message += this.#hint(windowBase + at);
         this.error = { offset: windowBase + at, message };
@@ -553,24 +578,24 @@ export class JsonStreamScanner {
 
   /** Copies the instance's state into this scanner (another scanner takes its turn). */
   #save(e: Engine): void {
-    const state = e.state >> 2;
-    this.#saved.set(e.words.subarray(state, state + STATE_FIELDS));
-    const levels = this.#saved[F_DEPTH]! + 1;
+    const saved = this.#saved;
+    copy(e.words, e.state >> 2, saved, 0, STATE_FIELDS);
+    const levels = saved[F_DEPTH]! + 1;
     if (levels > this.#stack.length) this.#stack = new Uint8Array(Math.max(levels, this.#stack.length * 2));
-    this.#stack.set(e.bytes.subarray(e.stack, e.stack + levels));
-    if (this.#saved[F_STATE] === S_KEY_STRING) {
+    copy(e.bytes, e.stack, this.#stack, 0, levels);
+    if (saved[F_STATE] === S_KEY_STRING) {
       this.#key ??= new Uint8Array(KEY_CAP);
-      this.#key.set(e.bytes.subarray(e.key, e.key + Math.min(this.#saved[F_KEY_LEN]!, KEY_CAP)));
+      copy(e.bytes, e.key, this.#key, 0, Math.min(saved[F_KEY_LEN]!, KEY_CAP));
     }
   }
 
   /** Copies this scanner's state into the instance. */
   #restore(e: Engine): void {
-    e.words.set(this.#saved, e.state >> 2);
-    const levels = this.#saved[F_DEPTH]! + 1;
-    e.bytes.set(levels === this.#stack.length ? this.#stack : this.#stack.subarray(0, levels), e.stack);
-    if (this.#saved[F_STATE] === S_KEY_STRING && this.#key !== undefined)
-      e.bytes.set(this.#key.subarray(0, Math.min(this.#saved[F_KEY_LEN]!, KEY_CAP)), e.key);
+    const saved = this.#saved;
+    copy(saved, 0, e.words, e.state >> 2, STATE_FIELDS);
+    copy(this.#stack, 0, e.bytes, e.stack, saved[F_DEPTH]! + 1);
+    if (saved[F_STATE] === S_KEY_STRING && this.#key !== undefined)
+      copy(this.#key, 0, e.bytes, e.key, Math.min(saved[F_KEY_LEN]!, KEY_CAP));
     if (e.loadedNames !== this.#names) {
       const names = this.#names;
       const at = e.names >> 2;
@@ -590,22 +615,30 @@ export class JsonStreamScanner {
 
   /** Hands `count` events of the instance to the handler; false when it stopped the scan. */
   #dispatch(e: Engine, count: number, windowBase: number, handler: StreamScanHandler): boolean {
-    // A copy: a handler that runs another scanner overwrites the instance's events.
-    const events = e.words.slice(e.events >> 2, (e.events >> 2) + count * 3);
-    for (let k = 0; k < events.length; k += 3) {
-      const head = events[k]!;
-      const kind = head & 3;
-      const depth = events[k + 1]!;
-      const offset = windowBase + events[k + 2]!;
-      const go =
-        kind === EV_MEMBER
-          ? handler.onMember(depth, head >> 2, offset)
-          : kind === EV_VALUE
-            ? handler.onValue(depth, offset)
-            : handler.onObjectEnd(depth, offset);
-      if (!go) return false;
+    // Copied first: a handler that runs another scanner overwrites the instance's events. One copy
+    // buffer per level of such nesting, reused (a fresh array per window costs collections).
+    const level = dispatching++;
+    const events = (eventCopies[level] ??= new Int32Array(MAX_EVENTS * 3));
+    const at = e.events >> 2;
+    events.set(e.words.subarray(at, at + count * 3));
+    try {
+      for (let k = 0; k < count * 3; k += 3) {
+        const head = events[k]!;
+        const kind = head & 3;
+        const depth = events[k + 1]!;
+        const offset = windowBase + events[k + 2]!;
+        const go =
+          kind === EV_MEMBER
+            ? handler.onMember(depth, head >> 2, offset)
+            : kind === EV_VALUE
+              ? handler.onValue(depth, offset)
+              : handler.onObjectEnd(depth, offset);
+        if (!go) return false;
+      }
+      return true;
+    } finally {
+      dispatching--;
     }
-    return true;
   }
 
   /** Names the likely cause when a text starts with a byte order mark or looks like UTF-16. */

@@ -100,6 +100,48 @@ export const MAX_SPARE_OUTPUT = 256 * 1024;
 export const MIN_SPARE_OUTPUT = 4096;
 
 /**
+ * Most idle output buffers kept for the next responses, per budget (so at most 4 MiB with
+ * {@link MAX_SPARE_OUTPUT}): a finished response's output buffer serves the next response's first patched
+ * chunk, instead of every patched response allocating one and leaving it to a mark-compact. Idle
+ * buffers are reserved from the budget like a response's own spare.
+ */
+export const OUTPUT_POOL_SIZE = 16;
+
+/** The idle output buffers, by budget (a runtime's own; patches without a budget keep none). */
+const outputPools = new WeakMap<BufferBudget, Buffer[]>();
+
+/** Gives an output buffer that no response uses any more to its budget's pool; false when not kept. */
+function poolOutput(budget: BufferBudget | undefined, buffer: Buffer): boolean {
+  if (budget === undefined || buffer.length > MAX_SPARE_OUTPUT || buffer.buffer.byteLength !== buffer.length)
+    return false;
+  let pool = outputPools.get(budget);
+  if (pool === undefined) outputPools.set(budget, (pool = []));
+  if (pool.length >= OUTPUT_POOL_SIZE || !budget.tryReserve(buffer.length)) return false;
+  pool.push(buffer);
+  return true;
+}
+
+/** Takes from the budget's pool an idle output buffer of at least `bytes` (its reservation released). */
+function pooledOutput(budget: BufferBudget | undefined, bytes: number): Buffer | undefined {
+  const pool = budget === undefined ? undefined : outputPools.get(budget);
+  if (pool === undefined) return undefined;
+  for (let k = pool.length - 1; k >= 0; k--) {
+    const buffer = pool[k]!;
+    if (buffer.length < bytes) continue;
+    pool[k] = pool[pool.length - 1]!;
+    pool.pop();
+    budget!.release(buffer.length);
+    return buffer;
+  }
+  return undefined;
+}
+
+/** Size of a new output buffer of memory of its own: a power of two, so that pooled buffers fit others. */
+function outputCapacity(bytes: number): number {
+  return bytes < MIN_SPARE_OUTPUT || bytes > MAX_SPARE_OUTPUT ? bytes : 2 ** Math.ceil(Math.log2(bytes));
+}
+
+/**
  * What one open object with a canonical or alias member costs the patch (its frame: depth, alias mask,
  * hold base, two slots per pair), in bytes: at most `maxValueBytes / FRAME_BYTES` (or {@link MIN_FRAMES})
  * such objects may nest.
@@ -229,10 +271,14 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     // Only the buffer returned last, recognized by its memory (a subarray of it comes back).
     if (lent === undefined || bytes.buffer !== lent.buffer || bytes.byteOffset !== lent.byteOffset) return;
     this.#lent = undefined;
+    // Written after the response ended (or stopped patching): for the next response.
+    if (this.#mode !== PATCHING) {
+      poolOutput(this.#budget, lent);
+      return;
+    }
     // A slice of Node's shared pool (under MIN_SPARE_OUTPUT) would keep the whole pool alive: only
     // buffers with memory of their own are kept.
-    if (this.#mode !== PATCHING || lent.length > MAX_SPARE_OUTPUT || lent.buffer.byteLength !== lent.length)
-      return;
+    if (lent.length > MAX_SPARE_OUTPUT || lent.buffer.byteLength !== lent.length) return;
     if (this.#spare !== undefined && this.#spare.length >= lent.length) return;
     if (lent.length > this.#spareReserved) {
       if (this.#budget !== undefined && !this.#budget.tryReserve(lent.length - this.#spareReserved)) return;
@@ -365,8 +411,15 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       this.#out = spare;
       return spare;
     }
+    const pooled = out === undefined ? pooledOutput(this.#budget, needed) : undefined;
+    if (pooled !== undefined) {
+      this.#out = pooled;
+      return pooled;
+    }
     const grown =
-      capacity < MIN_SPARE_OUTPUT ? Buffer.allocUnsafe(capacity) : Buffer.allocUnsafeSlow(capacity);
+      capacity < MIN_SPARE_OUTPUT
+        ? Buffer.allocUnsafe(capacity)
+        : Buffer.allocUnsafeSlow(outputCapacity(capacity));
     if (out !== undefined) out.copy(grown, 0, 0, this.#outLength);
     this.#out = grown;
     return grown;
@@ -416,6 +469,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     this.#reserved = 0;
     if (this.#spareReserved > 0) this.#budget?.release(this.#spareReserved);
     this.#spareReserved = 0;
+    if (this.#spare !== undefined) poolOutput(this.#budget, this.#spare);
     this.#spare = undefined;
     this.#hold = undefined;
     this.#holdLength = 0;

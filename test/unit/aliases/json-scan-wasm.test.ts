@@ -26,6 +26,7 @@ describe('json-scan-wasm.ts', () => {
         'key_address',
         'memory',
         'names_address',
+        'result_address',
         'scan',
         'stack_address',
         'state_address',

@@ -11,6 +11,7 @@ import {
   type JsonPatchOptions,
   MAX_SPARE_OUTPUT,
   MIN_SPARE_OUTPUT,
+  OUTPUT_POOL_SIZE,
   patchJson,
 } from '../../../src/aliases/patch-json.ts';
 import { responsePairs } from '../../../src/aliases/table.ts';
@@ -247,7 +248,7 @@ describe('createJsonPatch — one output buffer per patched chunk, reused once r
     expect(b.toString()).toBe(expected);
   });
 
-  it('reserves a kept buffer from the budget, releases it at the end and on destroy', () => {
+  it('reserves a kept buffer from the budget; at the end and on destroy it goes to the budget’s pool', () => {
     for (const finish of ['end', 'destroy'] as const) {
       const { budget } = fakeBudget(MIB);
       const patch = started({ budget });
@@ -255,14 +256,57 @@ describe('createJsonPatch — one output buffer per patched chunk, reused once r
       const a = patch.write(items);
       patch.recycle?.(a);
       expect(budget.used - held).toBeGreaterThanOrEqual(a.length);
+      const size = a.buffer.byteLength;
       if (finish === 'end') {
-        patch.write(Buffer.from(`${item}]`));
+        // The last chunk goes out in the kept buffer, which comes back once written, after the end.
+        const last = patch.write(Buffer.from(`${items}${item}]`));
+        expect(last.buffer).toBe(a.buffer);
         patch.end();
-      } else patch.destroy();
-      expect(budget.used).toBe(0);
-      patch.recycle?.(a); // written after the end: not kept
-      expect(budget.used).toBe(0);
+        expect(budget.used).toBe(0);
+        patch.recycle?.(last);
+      } else {
+        patch.destroy();
+      }
+      // The copies are released; the idle output stays reserved, in the pool, once.
+      expect(budget.used).toBe(size);
+      patch.recycle?.(a);
+      expect(budget.used).toBe(size);
     }
+  });
+
+  it('hands a finished response’s output buffer to the next response of the same budget', () => {
+    const { budget } = fakeBudget(MIB);
+    const first = started({ budget });
+    const a = first.write(items);
+    expect(a.buffer.byteLength).toBe(2 ** Math.ceil(Math.log2(a.length))); // pooled sizes: powers of two
+    first.end();
+    first.recycle?.(a); // written after the end: pooled
+    expect(budget.used).toBe(a.buffer.byteLength);
+    const second = started({ budget });
+    const b = second.write(items);
+    expect(b.buffer).toBe(a.buffer);
+    expect(b.toString()).toBe(expected);
+    expect(budget.used).toBeLessThan(a.buffer.byteLength); // out of the pool: the copies only
+    // Another budget (another runtime) has a pool of its own.
+    const other = started({ budget: fakeBudget(MIB).budget });
+    expect(other.write(items).buffer).not.toBe(a.buffer);
+  });
+
+  it(`pools at most ${OUTPUT_POOL_SIZE} idle buffers per budget, and none the budget refuses`, () => {
+    const { budget } = fakeBudget(64 * MIB);
+    const patches = Array.from({ length: OUTPUT_POOL_SIZE + 4 }, () => started({ budget }));
+    const outputs = patches.map((patch) => patch.write(items));
+    patches.forEach((patch, k) => {
+      patch.destroy();
+      patch.recycle?.(outputs[k]!);
+    });
+    expect(budget.used).toBe(OUTPUT_POOL_SIZE * outputs[0]!.buffer.byteLength);
+    const tight = fakeBudget(1024).budget;
+    const patch = started({ budget: tight });
+    const out = patch.write(items);
+    patch.destroy();
+    patch.recycle?.(out);
+    expect(tight.used).toBe(0);
   });
 
   it('keeps nothing the budget refuses, and patches on', () => {
