@@ -467,7 +467,21 @@ export class JsonStreamScanner {
       const [utf8From, utf8To] = checkedUtf8(e.bytes, e.input, n);
       let from = 0;
       for (;;) {
-        const status = e.scan(from, n, utf8From, utf8To);
+        let status: number;
+        try {
+          status = e.scan(from, n, utf8From, utf8To);
+        } catch (err) {
+          // A trap (a bug in json-scan.c; WebAssembly cannot corrupt memory outside its instance): this
+          // text is given up as not scanned, and a fresh instance serves the next scanner. The others
+          // keep their state: theirs was saved when this one took its turn.
+          engine = undefined;
+          owner = undefined;
+          this.error = {
+            offset: windowBase + from,
+            message: `the JSON scanner failed: ${(err as Error).message}`,
+          };
+          return this.#finish(SCAN_INVALID);
+        }
         refresh(e);
         const result = e.result >> 2;
         const count = e.words[result + R_EVENT_COUNT]!;
@@ -618,7 +632,8 @@ export class JsonStreamScanner {
     // Copied first: a handler that runs another scanner overwrites the instance's events. One copy
     // buffer per level of such nesting, reused (a fresh array per window costs collections).
     const level = dispatching++;
-    const events = (eventCopies[level] ??= new Int32Array(MAX_EVENTS * 3));
+    if (eventCopies.length === level) eventCopies.push(new Int32Array(MAX_EVENTS * 3));
+    const events = eventCopies[level]!;
     const at = e.events >> 2;
     events.set(e.words.subarray(at, at + count * 3));
     try {

@@ -115,7 +115,10 @@ function poolOutput(budget: BufferBudget | undefined, buffer: Buffer): boolean {
   if (budget === undefined || buffer.length > MAX_SPARE_OUTPUT || buffer.buffer.byteLength !== buffer.length)
     return false;
   let pool = outputPools.get(budget);
-  if (pool === undefined) outputPools.set(budget, (pool = []));
+  if (pool === undefined) {
+    pool = [];
+    outputPools.set(budget, pool);
+  }
   if (pool.length >= OUTPUT_POOL_SIZE || !budget.tryReserve(buffer.length)) return false;
   pool.push(buffer);
   return true;
@@ -151,7 +154,9 @@ export const FRAME_BYTES = 32;
 /** Open objects with canonical or alias members always allowed, however small `maxValueBytes` is. */
 export const MIN_FRAMES = 1024;
 
-// A frame in `#frames`: depth, alias mask, hold base, then (start, end) of the copy per pair.
+// A frame in `#frames`: depth, alias mask, hold base, then (start, end) of the copy per pair: -1 for
+// none; a range of `hold`; or, when start ≤ PENDING, a range of the current chunk from PENDING − start.
+const PENDING = -2;
 const F_DEPTH = 0;
 const F_ALIAS_MASK = 1;
 const F_HOLD_BASE = 2;
@@ -172,6 +177,10 @@ const F_SLOTS = 3;
  * every byte sent is also appended to the buffer, so a copy contains the nested insertions too and
  * copies of nested canonical values are ranges inside it. When an object closes outside any recording,
  * the buffer is cut back to where it was when the object's first reported member appeared.
+ * The common case is cheaper: a value that lies whole in the chunk and holds no insertion (a mission's
+ * `metadata`) stays "pending", a range of the chunk, and is copied from there when its object closes in
+ * the same chunk; it is held only if another reported member or the chunk's end comes first. Room for
+ * it is made in `hold` all the same, so that `maxValueBytes` and the budget act as if it were held.
  */
 class JsonPatch implements ResponsePatch, StreamScanHandler {
   readonly #compiled: Compiled;
@@ -195,6 +204,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   #reserved = 0;
   /** Canonical values open (nested in one another). */
   #recording = 0;
+  /** The slot (index into `#frames`) that is a range of the current chunk ({@link PENDING}), or -1. */
+  #pendingSlot = -1;
 
   /** Objects with a reported member, innermost last: `#stride` numbers each (see F_DEPTH…). */
   readonly #frames: number[] = [];
@@ -252,7 +263,11 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     const status = this.#scanner.write(chunk, this);
     if (status === SCAN_INVALID) this.#skip('invalid_json');
     else if (status === SCAN_TOO_DEEP) this.#skip('too_deep');
-    else if (status === SCAN_OK && this.#recording > 0) this.#record(chunk.length); // on a skip, the rest passes
+    else if (status === SCAN_OK) {
+      // What of this chunk is still needed is held before the chunk goes (a skip lets the rest pass).
+      const held = this.#pendingSlot < 0 || this.#holdPending();
+      if (held && this.#recording > 0) this.#record(chunk.length);
+    }
     this.#chunk = EMPTY;
     const out = this.#out;
     if (out === undefined) return chunk;
@@ -303,6 +318,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   }
 
   onMember(depth: number, name: number, valueStart: number): boolean {
+    // A pending value is held first: whatever follows (a new frame's hold base, a new copy) lies above it.
+    if (this.#pendingSlot >= 0 && !this.#holdPending()) return false;
     const frames = this.#frames;
     const stride = this.#stride;
     let frame = frames.length - stride;
@@ -336,11 +353,38 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     const holdStart = members.pop()!;
     const name = members.pop()!;
     if ((name & 1) === 1) return true;
-    if (!this.#record(valueEnd - this.#chunkBase)) return false;
-    this.#recording--;
     const slot = this.#frames.length - this.#stride + F_SLOTS + name; // name = 2 × pair
+    const end = valueEnd - this.#chunkBase;
+    if (this.#recording === 1 && this.#holdLength === holdStart) {
+      // The whole value lies in this chunk and holds no insertion: copied from the chunk when its
+      // object closes in this chunk, held only if it does not (#holdPending). Room is made for it as if
+      // it were held, so that the bounds act as they would.
+      if (!this.#holdRoom(holdStart + (end - this.#recordFrom))) return false;
+      this.#recording = 0;
+      this.#frames[slot] = PENDING - this.#recordFrom;
+      this.#frames[slot + 1] = end;
+      this.#pendingSlot = slot;
+      return true;
+    }
+    if (!this.#record(end)) return false;
+    this.#recording--;
     this.#frames[slot] = holdStart;
     this.#frames[slot + 1] = this.#holdLength;
+    return true;
+  }
+
+  /**
+   * Copies the pending value (a canonical value of this chunk whose object is still open; at most one:
+   * the next reported member or the chunk's end holds it) into the held copies; false when it skipped.
+   */
+  #holdPending(): boolean {
+    const frames = this.#frames;
+    const slot = this.#pendingSlot;
+    this.#pendingSlot = -1;
+    const holdStart = this.#holdLength;
+    if (!this.#append(this.#chunk, PENDING - frames[slot]!, frames[slot + 1]!)) return false;
+    frames[slot] = holdStart;
+    frames[slot + 1] = this.#holdLength;
     return true;
   }
 
@@ -353,8 +397,16 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     const aliasMask = frames[frame + F_ALIAS_MASK]!;
     const close = closeOffset - this.#chunkBase;
     for (let pair = 0; pair < pairCount; pair++) {
-      const start = frames[frame + F_SLOTS + 2 * pair]!;
-      if (start < 0 || (aliasMask & (1 << pair)) !== 0) continue;
+      let start = frames[frame + F_SLOTS + 2 * pair]!;
+      if (start === -1) continue;
+      // A pending value is in this chunk (a range of it), any other one in the held copies.
+      let source = this.#hold!;
+      if (start <= PENDING) {
+        this.#pendingSlot = -1;
+        source = this.#chunk;
+        start = PENDING - start;
+      }
+      if ((aliasMask & (1 << pair)) !== 0) continue;
       const end = frames[frame + F_SLOTS + 2 * pair + 1]!;
       const prefix = prefixes[pair]!;
       const valueLength = end - start;
@@ -372,7 +424,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       this.#copyFrom = close;
       const pieceStart = at;
       at += prefix.copy(out, at);
-      at += this.#hold!.copy(out, at, start, end);
+      at += source.copy(out, at, start, end);
       this.#outLength = at;
       if (this.#recording > 0 && !this.#append(out, pieceStart, at)) return false;
       this.#copied += valueLength;
@@ -435,23 +487,30 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   #append(source: Buffer, from: number, to: number): boolean {
     const length = this.#holdLength;
     const needed = length + (to - from);
-    if (needed > this.#maxValueBytes) return this.#skip('value_too_large');
-    let hold = this.#hold;
-    if (hold === undefined || needed > hold.length) {
-      const capacity = Math.min(
-        this.#maxValueBytes,
-        Math.max(needed, hold === undefined ? INITIAL_HOLD : hold.length * 2),
-      );
-      const more = capacity - this.#reserved;
-      if (this.#budget !== undefined && !this.#budget.tryReserve(more)) return this.#skip('budget_exhausted');
-      this.#reserved = capacity;
-      const grown = Buffer.allocUnsafe(capacity);
-      if (hold !== undefined) hold.copy(grown, 0, 0, length);
-      hold = grown;
-      this.#hold = hold;
-    }
-    source.copy(hold, length, from, to);
+    if (!this.#holdRoom(needed)) return false;
+    source.copy(this.#hold!, length, from, to);
     this.#holdLength = needed;
+    return true;
+  }
+
+  /**
+   * Makes the hold buffer `needed` bytes long at least (growing it by doubling, reserved from the
+   * budget); false when it skipped: `value_too_large` past `maxValueBytes`, `budget_exhausted`.
+   */
+  #holdRoom(needed: number): boolean {
+    if (needed > this.#maxValueBytes) return this.#skip('value_too_large');
+    const hold = this.#hold;
+    if (hold !== undefined && needed <= hold.length) return true;
+    const capacity = Math.min(
+      this.#maxValueBytes,
+      Math.max(needed, hold === undefined ? INITIAL_HOLD : hold.length * 2),
+    );
+    const more = capacity - this.#reserved;
+    if (this.#budget !== undefined && !this.#budget.tryReserve(more)) return this.#skip('budget_exhausted');
+    this.#reserved = capacity;
+    const grown = Buffer.allocUnsafe(capacity);
+    if (hold !== undefined) hold.copy(grown, 0, 0, this.#holdLength);
+    this.#hold = grown;
     return true;
   }
 
@@ -474,6 +533,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     this.#hold = undefined;
     this.#holdLength = 0;
     this.#recording = 0;
+    this.#pendingSlot = -1;
   }
 }
 

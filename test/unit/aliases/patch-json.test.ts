@@ -67,6 +67,15 @@ describe('patchJson — bytes', () => {
     // the alias after the canonical value: known only when the object closes
     ['{"metadata":[1],"tags":[2]}', null],
     ['{"metadata":[1],"x":{"tags":0},"tags":[2]}', null],
+    // a value copied from the chunk must be held before a nested object's copies (found by fuzzing)
+    [
+      '{"metadata":1,"x":{"tags":1,"metadata":2},"y":{"metadata":3}}',
+      '{"metadata":1,"x":{"tags":1,"metadata":2},"y":{"metadata":3,"tags":3},"tags":1}',
+    ],
+    [
+      '{"requiredMetadataTypes":"r","tags":{"a":{"metadata":null}},"metadata":{"metadata":"m"}}',
+      '{"requiredMetadataTypes":"r","tags":{"a":{"metadata":null,"tags":null}},"metadata":{"metadata":"m","tags":"m"},"requiredTags":"r"}',
+    ],
     // canonical twice: the last value (JSON.parse semantics), after the last member
     ['{"metadata":1,"x":0,"metadata":2}', '{"metadata":1,"x":0,"metadata":2,"tags":2}'],
     // nested canonical: the copy is the patched value, so patching is idempotent
