@@ -6,7 +6,11 @@ import http from 'node:http';
 import https from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { describe, expect, it } from 'vitest';
-import { createUpstreamTransport, tlsServerName } from '../../../src/proxy/upstream-agent.ts';
+import {
+  createUpstreamTransport,
+  SharedReadBufferAgent,
+  tlsServerName,
+} from '../../../src/proxy/upstream-agent.ts';
 
 describe('tlsServerName', () => {
   it.each([
@@ -18,8 +22,9 @@ describe('tlsServerName', () => {
 });
 
 describe('createUpstreamTransport', () => {
-  it('http: a keep-alive http.Agent, port 80 by default', () => {
+  it('http: a keep-alive http.Agent whose sockets share one read buffer, port 80 by default', () => {
     const t = createUpstreamTransport(new URL('http://backend'));
+    expect(t.agent).toBeInstanceOf(SharedReadBufferAgent);
     expect(t.agent).toBeInstanceOf(http.Agent);
     expect(t.agent).not.toBeInstanceOf(https.Agent);
     expect(t.request).toBe(http.request);
