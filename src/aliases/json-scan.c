@@ -22,7 +22,7 @@
 
 /* Must match json-scan.ts. */
 #define WINDOW 65536       /* most bytes scanned per call */
-#define PAD 32             /* zero bytes after the window: every load of a 16-byte block stays inside */
+#define PAD 64             /* zero bytes after the window: skip_plain's 48-byte loads stay inside */
 #define MAX_EVENTS 4096    /* events per call; `scan` returns EVENTS_FULL before it could overflow */
 #define MAX_NAMES 256      /* reported member names */
 #define NAME_BYTES 16384   /* their UTF-8 bytes, together */
@@ -201,23 +201,29 @@ static int grow_stack(int32_t depth) {
 
 /* ---- strings ------------------------------------------------------------------------------------ */
 
-/*
- * The first offset from i whose byte is '"', '\', a control byte or (unless `utf8`) non-ASCII, 16 bytes
- * at a time. The zero bytes after the window stop it at the window's end.
- */
-static inline __attribute__((always_inline)) int32_t skip_plain(const uint8_t *p, int32_t i, int utf8) {
+/* The bytes of `v` that end a run of plain string bytes, as a 16-bit mask (see skip_plain). */
+static inline __attribute__((always_inline)) uint32_t stop_mask(v128_t v, int utf8) {
   const v128_t quote = wasm_i8x16_splat('"');
   const v128_t backslash = wasm_i8x16_splat('\\');
   const v128_t space = wasm_i8x16_splat(0x20);
   const v128_t printable = wasm_i8x16_splat(0x60); /* 0x20 … 0x7f, shifted down by 0x20 */
+  v128_t special = wasm_v128_or(wasm_i8x16_eq(v, quote), wasm_i8x16_eq(v, backslash));
+  v128_t other = utf8 ? wasm_u8x16_lt(v, space) : wasm_u8x16_ge(wasm_i8x16_sub(v, space), printable);
+  return wasm_i8x16_bitmask(wasm_v128_or(special, other));
+}
+
+/*
+ * The first offset from i whose byte is '"', '\', a control byte or (unless `utf8`) non-ASCII: 16 bytes,
+ * then 32 at a time (most keys end in the first 16, a UUID in the next 32: one branch each). The zero
+ * bytes after the window stop it at the window's end.
+ */
+static inline __attribute__((always_inline)) int32_t skip_plain(const uint8_t *p, int32_t i, int utf8) {
   for (;;) {
-    v128_t v = wasm_v128_load(p + i);
-    v128_t special = wasm_v128_or(wasm_i8x16_eq(v, quote), wasm_i8x16_eq(v, backslash));
-    /* Control bytes: below 0x20 unsigned; with non-ASCII: outside 0x20 … 0x7f. */
-    v128_t other = utf8 ? wasm_u8x16_lt(v, space) : wasm_u8x16_ge(wasm_i8x16_sub(v, space), printable);
-    uint32_t bits = wasm_i8x16_bitmask(wasm_v128_or(special, other));
+    uint32_t bits = stop_mask(wasm_v128_load(p + i), utf8);
     if (bits != 0) return i + __builtin_ctz(bits);
-    i += 16;
+    bits = stop_mask(wasm_v128_load(p + i + 16), utf8) | stop_mask(wasm_v128_load(p + i + 32), utf8) << 16;
+    if (bits != 0) return i + 16 + __builtin_ctz(bits);
+    i += 48;
   }
 }
 
