@@ -4,9 +4,12 @@
  * another version of `src/aliases/json-scan.ts` (an A/B comparison, interleaved in one process):
  *
  *   node bench/aliases-json-scan-throughput.ts [--rounds 6] [--ms 300] [--chunk 65536] [--unaligned]
- *                                      [--baseline /tmp/old-json-scan.ts]
+ *                                      [--baseline /tmp/old/json-scan.ts]
  *
- * e.g. `git show main:src/aliases/json-scan.ts > /tmp/old-json-scan.ts` for the baseline. Bodies:
+ * The baseline is a copy of `json-scan.ts` beside a copy of the `json-scan-wasm.ts` it imports, e.g.
+ * `mkdir /tmp/old && for f in json-scan.ts json-scan-wasm.ts; do git show main:src/aliases/$f > /tmp/old/$f;
+ * done` and `--baseline /tmp/old/json-scan.ts` (before the WebAssembly scanner, `json-scan.ts` alone).
+ * Bodies:
  * - `list`: the bench upstream's `/debug/json` list of 1,500 missions (≈ 1.0 MB: short ASCII strings);
  * - `text`: an array of objects with long strings of mixed scripts (non-ASCII UTF-8, some escapes);
  * - `numbers`: a pretty-printed (2-space) array of objects of numbers, much whitespace.
