@@ -375,7 +375,7 @@ describe('reference-backend/dist/main.js', () => {
         expect(reply.status).toBe(200);
         expect(reply.headers['service-version']).toBe(version);
         child.kill(signal);
-        const [code] = await once(child, 'exit');
+        const [code] = await once(child, 'close'); // after the output pipes are drained
         expect(code).toBe(0);
         expect(stdout).toMatch(/"msg":"reference backend stopped"/);
       } finally {
@@ -392,7 +392,7 @@ describe('reference-backend/dist/main.js', () => {
       child.stderr?.on('data', (chunk) => {
         stderr += String(chunk);
       });
-      const [code] = await once(child, 'exit');
+      const [code] = await once(child, 'close'); // after the output pipes are drained
       expect(code).toBe(1);
       expect(stderr).toMatch(/^reference-backend: .+\nusage: /);
     },

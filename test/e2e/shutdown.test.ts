@@ -67,7 +67,8 @@ async function spawnShim(env: Record<string, string>, args: string[] = []): Prom
   child.stderr?.on('data', (d: Buffer) => {
     err += d.toString();
   });
-  const exited = once(child, 'exit').then(([code, signal]) => ({
+  // 'close', not 'exit': the output is read after it, and 'exit' may come before the pipes are drained.
+  const exited = once(child, 'close').then(([code, signal]) => ({
     code: code as number | null,
     signal: signal as NodeJS.Signals | null,
     at: performance.now(),
@@ -115,7 +116,8 @@ async function runToExit(
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
-  const [code] = await once(child, 'exit');
+  // 'close', not 'exit': 'exit' may come before the last of stderr has been read.
+  const [code] = await once(child, 'close');
   return { code: code as number | null, stderr };
 }
 

@@ -41,7 +41,8 @@ export function spawnShim(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close' rather than 'exit': by then the output pipes are drained, so `output()` is complete.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const status = (field: string) => {
     const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
     return Number(m?.[1] ?? 0) * 1024;
@@ -73,6 +74,6 @@ export function spawnShim(
     child.stderr?.on('data', (d: Buffer) => {
       out += d.toString();
     });
-    child.once('exit', (code) => reject(new Error(`shim exited with ${code} before listening:\n${out}`)));
+    child.once('close', (code) => reject(new Error(`shim exited with ${code} before listening:\n${out}`)));
   });
 }
