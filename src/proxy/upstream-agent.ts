@@ -1,12 +1,13 @@
 /**
  * The upstream connection pool (SPEC §4: keep-alive connections reused), for `http:` and `https:`
  * upstreams (issue 10 item 2): TLS always verified, extra CAs from `UPSTREAM_CA_FILE`, SNI from the
- * upstream URL's host — never from the client's `Host`, which the shim forwards unchanged.
+ * upstream URL's host — never from the client's `Host`, which the shim forwards unchanged. Every
+ * upstream socket reads into one shared buffer (issue 9: no buffer allocated per read).
  */
 import http from 'node:http';
 import type * as HttpsModule from 'node:https';
 import { createRequire } from 'node:module';
-import { createConnection, isIP, type OnReadOpts, type Socket, type TcpNetConnectOpts } from 'node:net';
+import { isIP, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type * as TlsModule from 'node:tls';
 
@@ -29,37 +30,58 @@ export interface UpstreamTransport {
 /** Pool sizes: enough sockets for a busy sidecar, few idle ones kept, the most recent reused first. */
 const POOL = { keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' } as const;
 
-/** Size of the one buffer every plain upstream socket reads into, in bytes (as Node's own reads). */
+/** Size of the one buffer every upstream socket reads into, in bytes (as Node's own reads). */
 export const UPSTREAM_READ_BUFFER_BYTES = 64 * 1024;
 
 /** The read buffer, made at the first upstream connection. */
 let readBuffer: Buffer | undefined;
 
 /**
- * The `http:` upstream pool: its sockets read into one buffer shared by all of them (Node's `onread`
- * socket option) instead of a fresh 64 KiB buffer per read, and hand each read to the HTTP client as
- * a `data` event. Node's HTTP parser copies every body piece out of what it is given before returning
- * (`parser.execute`), so the buffer is free again as soon as the event returns, and reads run one at a
- * time on the event loop; nothing keeps a view of it but a parse error's `rawPacket` and an upgrade's
- * head, neither of which the shim reads (it forwards no upgrade). Why: each fresh read buffer lives
- * outside the V8 heap until a collection frees it, so the bytes read between two collections were held
- * twice (the read, the parser's copy); measured on a bare pipe under 32 concurrent 1.4 MB responses:
- * peak +131 to +167 MiB with fresh buffers, +85 to +88 with the shared one, and 8–10 % less CPU per
- * request (bench/RESULTS.md). `net.Socket` supports `onread` with `pause`/`resume` (the client's
- * backpressure) and end of stream as usual. TLS sockets have no such option: `https:` keeps Node's reads.
+ * Creates an upstream connection (with `create`, the agent's own `createConnection`, so that an
+ * `https.Agent` keeps its TLS session cache) whose reads go into one buffer shared by every upstream
+ * socket (Node's `onread` socket option, which TLS sockets honour too, with the cleartext) instead of a
+ * fresh 64 KiB buffer per read, and reach the HTTP client as `data` events. Node's HTTP parser copies
+ * every body piece out of what it is given before returning (`parser.execute`), so the buffer is free
+ * again as soon as the event returns, and reads run one at a time on the event loop; nothing keeps a
+ * view of it but a parse error's `rawPacket` and an upgrade's head, neither of which the shim reads (it
+ * forwards no upgrade). `pause`/`resume` (the client's backpressure) stop and restart the reads in
+ * this mode, and the end of the stream is as usual.
+ *
+ * Why: each fresh read buffer lives outside the V8 heap until a collection frees it, so the bytes read
+ * between two collections were held twice (the read, the parser's copy). Measured on a bare pipe under
+ * 32 concurrent 1.4 MB responses: peak +131 to +167 MiB with fresh buffers, +85 to +88 with the shared
+ * one, and 8–10 % less CPU per request (bench/RESULTS.md; docs/reliability.md "Memory while streaming").
  */
+function withSharedReadBuffer(create: (options: object) => Duplex, options: http.ClientRequestArgs): Duplex {
+  readBuffer ??= Buffer.allocUnsafeSlow(UPSTREAM_READ_BUFFER_BYTES);
+  const onread: OnReadOpts = {
+    buffer: readBuffer,
+    // Flow control is the HTTP client's: it pauses the socket (a read stop in this mode) when the
+    // response is paused.
+    callback: (bytes, buffer) => socket.emit('data', (buffer as Buffer).subarray(0, bytes)) || true,
+  };
+  const socket = create({ ...(options as object), onread });
+  return socket;
+}
+
+/** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */
 export class SharedReadBufferAgent extends http.Agent {
   override createConnection(options: http.ClientRequestArgs): Duplex {
-    readBuffer ??= Buffer.allocUnsafeSlow(UPSTREAM_READ_BUFFER_BYTES);
-    const onread: OnReadOpts = {
-      buffer: readBuffer,
-      // Flow control is the HTTP client's: it pauses the socket (a read stop in this mode) when the
-      // response is paused.
-      callback: (bytes, buffer) => socket.emit('data', (buffer as Buffer).subarray(0, bytes)) || true,
-    };
-    const socket: Socket = createConnection({ ...(options as TcpNetConnectOpts), onread });
-    return socket;
+    return withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, options);
   }
+}
+
+/** The `https:` upstream pool, made on first use (`node:https` is loaded for an `https:` upstream only). */
+function sharedReadBufferHttpsAgent(
+  https: typeof HttpsModule,
+  options: HttpsModule.AgentOptions,
+): http.Agent {
+  class SharedReadBufferHttpsAgent extends https.Agent {
+    override createConnection(connection: http.ClientRequestArgs): Duplex {
+      return withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, connection);
+    }
+  }
+  return new SharedReadBufferHttpsAgent(options);
 }
 
 /**
@@ -106,7 +128,7 @@ export function createUpstreamTransport(upstream: URL, caPem?: string): Upstream
   if (upstream.protocol === 'https:') {
     const https = load('node:https') as typeof HttpsModule;
     const { rootCertificates } = load('node:tls') as typeof TlsModule;
-    const agent = new https.Agent({
+    const agent = sharedReadBufferHttpsAgent(https, {
       ...POOL,
       rejectUnauthorized: true,
       ...(caPem !== undefined && { ca: [...rootCertificates, caPem] }),

@@ -1,15 +1,24 @@
 /**
- * The `http:` upstream pool reads every socket into one shared buffer (src/proxy/upstream-agent.ts,
- * `SharedReadBufferAgent`). What must hold for that to be safe, on real sockets: a body chunk handed to
+ * The upstream pool reads every socket into one shared buffer (src/proxy/upstream-agent.ts:
+ * `SharedReadBufferAgent`, and the same for `https:`). What must hold for that to be safe, on real sockets: a body chunk handed to
  * the shim is its own memory, intact after any number of later reads on this or other connections,
  * however long it is kept; the client's backpressure still pauses the upstream; the end of a
  * connection, keep-alive reuse and a response cut short behave as with Node's own reads.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SharedReadBufferAgent, UPSTREAM_READ_BUFFER_BYTES } from '../../src/proxy/upstream-agent.ts';
+import {
+  createUpstreamTransport,
+  SharedReadBufferAgent,
+  UPSTREAM_READ_BUFFER_BYTES,
+} from '../../src/proxy/upstream-agent.ts';
 import { waitFor } from '../helpers/poll.ts';
 
 /** Byte `i` of body `seed`: distinct per body, so that a chunk read from another response shows. */
@@ -30,9 +39,9 @@ afterEach(async () => {
 });
 
 /** An upstream that answers `/body/<seed>/<length>` in 16 KiB writes, with backpressure. */
-async function startUpstream(options: { close?: boolean } = {}) {
+async function startUpstream(options: { close?: boolean; tls?: { key: Buffer; cert: Buffer } } = {}) {
   const stats = { paused: 0, written: 0, waiting: false };
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const [, , seed, length] = (req.url ?? '').split('/');
     const body = bodyOf(Number(seed), Number(length));
     res.writeHead(200, {
@@ -56,7 +65,8 @@ async function startUpstream(options: { close?: boolean } = {}) {
       res.end();
     };
     pump();
-  });
+  };
+  const server = options.tls ? https.createServer(options.tls, handler) : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   servers.push(server);
   return { port: (server.address() as AddressInfo).port, stats };
@@ -69,17 +79,39 @@ function agent(): SharedReadBufferAgent {
 }
 
 /** GETs a body and keeps every chunk as received (no copy), resolving with them and the response. */
-function get(port: number, path: string, pool: http.Agent, onResponse?: (res: http.IncomingMessage) => void) {
-  return new Promise<{ chunks: Buffer[]; res: http.IncomingMessage; reused: boolean }>((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, agent: pool }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.once('end', () => resolve({ chunks, res, reused: req.reusedSocket }));
-      res.once('error', reject);
-      onResponse?.(res);
-    });
-    req.once('error', reject);
-  });
+function get(
+  port: number,
+  path: string,
+  pool: http.Agent,
+  onResponse?: (res: http.IncomingMessage) => void,
+  tls = false,
+) {
+  return new Promise<{ chunks: Buffer[]; res: http.IncomingMessage; reused: boolean; shared: boolean }>(
+    (resolve, reject) => {
+      const options = { host: '127.0.0.1', port, path, agent: pool, ...(tls && { servername: 'localhost' }) };
+      const req = (tls ? https.get : http.get)(options, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.once('end', () =>
+          resolve({ chunks, res, reused: req.reusedSocket, shared: readsIntoSharedBuffer(req.socket) }),
+        );
+        res.once('error', reject);
+        onResponse?.(res);
+      });
+      req.once('error', reject);
+    },
+  );
+}
+
+/**
+ * Whether a socket reads into a buffer of its own choosing (Node's `onread`; the buffer is kept under
+ * net's internal `kBuffer` symbol): how this test sees that the agents applied the option.
+ */
+function readsIntoSharedBuffer(socket: unknown): boolean {
+  const target = socket as Record<symbol, unknown>;
+  const symbol = Object.getOwnPropertySymbols(target).find((s) => s.description === 'kBuffer');
+  const buffer = symbol === undefined ? undefined : target[symbol];
+  return buffer instanceof Uint8Array && buffer.length === UPSTREAM_READ_BUFFER_BYTES;
 }
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -94,10 +126,45 @@ describe('SharedReadBufferAgent', () => {
     );
     // Compared only now, after every response was read: a chunk that were a view of the shared
     // buffer would hold whatever was read last.
-    results.forEach(({ chunks }, seed) => {
+    results.forEach(({ chunks, shared }, seed) => {
+      expect(shared).toBe(true);
       expect(chunks.length).toBeGreaterThan(1);
       expect(sha(Buffer.concat(chunks))).toBe(sha(bodyOf(seed, length)));
     });
+  });
+
+  it('does the same for an https: upstream (TLS sockets read their cleartext into the shared buffer)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shim-read-buffer-'));
+    try {
+      const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'];
+      const files = ['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')];
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', ...subject, ...files],
+        {
+          stdio: 'pipe',
+        },
+      );
+      const key = readFileSync(join(dir, 'key.pem'));
+      const cert = readFileSync(join(dir, 'cert.pem'));
+      const { port } = await startUpstream({ tls: { key, cert } });
+      // The shim's own https: pool, trusting the test certificate as UPSTREAM_CA_FILE would.
+      const transport = createUpstreamTransport(new URL(`https://localhost:${port}`), cert.toString());
+      agents.push(transport.agent);
+      const length = 4 * UPSTREAM_READ_BUFFER_BYTES + 999;
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, seed) =>
+          get(port, `/body/${seed}/${length}`, transport.agent, undefined, true),
+        ),
+      );
+      results.forEach(({ chunks, shared }, seed) => {
+        expect(shared).toBe(true);
+        expect(chunks.length).toBeGreaterThan(1);
+        expect(sha(Buffer.concat(chunks))).toBe(sha(bodyOf(seed, length)));
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps the client’s backpressure: a paused response stops the reads, and the upstream waits', async () => {
