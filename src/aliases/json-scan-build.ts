@@ -32,6 +32,7 @@ const EXPORTS = [
   'names_address',
   'key_address',
   'stack_address',
+  'names_loaded',
 ];
 
 /**
@@ -72,7 +73,12 @@ function firstCommand(candidates: readonly string[]): string {
   );
 }
 
-/** Compiles the C source; returns the module's bytes and the compiler's version line. */
+/**
+ * Compiles the C source with {@link FLAGS}.
+ * @returns The module's bytes and the compiler's version line (recorded in the generated module).
+ * @throws {Error} when no clang or wasm-ld is on the PATH (or `CLANG`/`WASM_LD` name none), or when the
+ *   source does not compile (warnings are errors).
+ */
 export function compile(): { wasm: Buffer; compiler: string } {
   const versions = ['', '-20', '-19', '-18', '-17', '-16'];
   const clang = process.env.CLANG ?? firstCommand(versions.map((v) => `clang${v}`));

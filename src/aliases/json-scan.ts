@@ -16,7 +16,7 @@
  * reports key token ranges (the request-body rewrite). Held to JSONTestSuite at every split.
  *
  * The grammar itself is C compiled to WebAssembly (`json-scan.c`, built into `json-scan-wasm.ts` by
- * `json-scan-build.ts`): it skips the plain bytes of strings 16 at a time with SIMD, about three times
+ * `json-scan-build.ts`): it skips the plain bytes of strings 16 and 32 at a time with SIMD, about twice
  * the speed of the JavaScript scanner it replaced (issue 9; bench/RESULTS.md). This module feeds it
  * chunks window by window, hands its reported members to the handler and words its errors. One
  * WebAssembly instance serves every scanner of the process: the scanner that last ran keeps its state in
@@ -252,19 +252,12 @@ const R_ERROR_OFFSET = 1;
 const R_EVENT_COUNT = 2;
 const R_RESUME = 3;
 
-// Fields of the C `Names`: count, longest, offsets[256], lengths[256] (int32), filter[4096], bytes.
+// Fields of the C `Names`: count, longest, offsets[256], lengths[256] (int32), filter[4096], bytes;
+// this module writes count, offsets, lengths and bytes, and names_loaded derives the rest.
 const NAMES_OFFSETS = 2;
 const NAMES_LENGTHS = NAMES_OFFSETS + MAX_KEY_NAMES;
-const NAMES_FILTER = (NAMES_LENGTHS + MAX_KEY_NAMES) * 4;
-const FILTER_SIZE = 4096;
-const NAMES_BYTES = NAMES_FILTER + FILTER_SIZE;
-
-/** json-scan.c's key_hash of a name: its length, first and last byte. */
-function keyHash(name: Uint8Array): number {
-  return name.length === 0
-    ? 0
-    : (name.length * 67 + name[0]! * 13 + name[name.length - 1]!) & (FILTER_SIZE - 1);
-}
+const NAMES_FILTER_BYTES = 4096;
+const NAMES_BYTES = (NAMES_LENGTHS + MAX_KEY_NAMES) * 4 + NAMES_FILTER_BYTES;
 
 /** The error kinds of json-scan.c, worded; `%` is where the byte found goes. */
 const ERROR_MESSAGES: readonly string[] = [
@@ -319,6 +312,7 @@ const { Module: WasmModule, Instance: WasmInstance } = (
 interface Engine {
   readonly memory: { readonly buffer: ArrayBuffer };
   readonly scan: (from: number, n: number, utf8From: number, utf8To: number) => number;
+  readonly namesLoaded: () => void;
   /** Byte addresses of the C regions. */
   readonly input: number;
   readonly events: number;
@@ -341,7 +335,7 @@ let owner: JsonStreamScanner | undefined;
 let dispatching = 0;
 const eventCopies: Int32Array[] = [];
 
-/** The instance, created at the first scanner (synchronously: the module is ~7 KB). */
+/** The instance, created at the first scanner (synchronously: the module is ~11 KB). */
 function getEngine(): Engine {
   if (engine !== undefined) return engine;
   const module = new WasmModule(Buffer.from(JSON_SCAN_WASM, 'base64'));
@@ -351,6 +345,7 @@ function getEngine(): Engine {
   engine = {
     memory,
     scan: exports.scan as Engine['scan'],
+    namesLoaded: exports.names_loaded as Engine['namesLoaded'],
     input: address('input_address'),
     events: address('events_address'),
     state: address('state_address'),
@@ -614,15 +609,10 @@ export class JsonStreamScanner {
       const names = this.#names;
       const at = e.names >> 2;
       e.words[at] = names.names.length;
-      e.words[at + 1] = Math.max(0, ...names.lengths);
       e.words.set(names.offsets, at + NAMES_OFFSETS);
       e.words.set(names.lengths, at + NAMES_LENGTHS);
-      e.bytes.fill(0, e.names + NAMES_FILTER, e.names + NAMES_BYTES);
-      for (let k = 0; k < names.names.length; k++) {
-        const name = names.bytes.subarray(names.offsets[k], names.offsets[k]! + names.lengths[k]!);
-        e.bytes[e.names + NAMES_FILTER + keyHash(name)] = 1;
-      }
       e.bytes.set(names.bytes, e.names + NAMES_BYTES);
+      e.namesLoaded();
       e.loadedNames = names;
     }
   }

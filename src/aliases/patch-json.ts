@@ -110,10 +110,17 @@ export const OUTPUT_POOL_SIZE = 16;
 /** The idle output buffers, by budget (a runtime's own; patches without a budget keep none). */
 const outputPools = new WeakMap<BufferBudget, Buffer[]>();
 
+/**
+ * Whether an output buffer may be kept for reuse: one with memory of its own (a slice of Node's shared
+ * pool, under {@link MIN_SPARE_OUTPUT}, would keep the whole pool alive), at most {@link MAX_SPARE_OUTPUT}.
+ */
+function keepable(buffer: Buffer): boolean {
+  return buffer.length <= MAX_SPARE_OUTPUT && buffer.buffer.byteLength === buffer.length;
+}
+
 /** Gives an output buffer that no response uses any more to its budget's pool; false when not kept. */
 function poolOutput(budget: BufferBudget | undefined, buffer: Buffer): boolean {
-  if (budget === undefined || buffer.length > MAX_SPARE_OUTPUT || buffer.buffer.byteLength !== buffer.length)
-    return false;
+  if (budget === undefined || !keepable(buffer)) return false;
   let pool = outputPools.get(budget);
   if (pool === undefined) {
     pool = [];
@@ -291,9 +298,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       poolOutput(this.#budget, lent);
       return;
     }
-    // A slice of Node's shared pool (under MIN_SPARE_OUTPUT) would keep the whole pool alive: only
-    // buffers with memory of their own are kept.
-    if (lent.length > MAX_SPARE_OUTPUT || lent.buffer.byteLength !== lent.length) return;
+    if (!keepable(lent)) return;
     if (this.#spare !== undefined && this.#spare.length >= lent.length) return;
     if (lent.length > this.#spareReserved) {
       if (this.#budget !== undefined && !this.#budget.tryReserve(lent.length - this.#spareReserved)) return;

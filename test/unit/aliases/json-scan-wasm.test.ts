@@ -26,6 +26,7 @@ describe('json-scan-wasm.ts', () => {
         'key_address',
         'memory',
         'names_address',
+        'names_loaded',
         'result_address',
         'scan',
         'stack_address',
