@@ -17,6 +17,7 @@ import { pipeline } from 'node:stream';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { type CoreMetrics, routeShape, type UpstreamErrorKind } from '../observability/metrics.ts';
+import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
@@ -196,7 +197,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       });
 
       if (body === undefined) upstreamReq.end();
-      else if (body === 'stream') req.pipe(upstreamReq);
+      else if (body === 'stream') pumpBody(req, upstreamReq);
       else upstreamReq.end(body);
     };
     send();
@@ -260,7 +261,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
     if (patches === undefined) {
       res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader));
-      upstreamRes.pipe(res);
+      pumpBody(upstreamRes, res);
       return;
     }
     const patch = chainPatches(patches);
@@ -280,7 +281,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       patch.destroy();
       if (coding === undefined) skip(state, 'unsupported_encoding');
       res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader));
-      upstreamRes.pipe(res);
+      pumpBody(upstreamRes, res);
       return;
     }
     if (coding === 'identity') {

@@ -3,6 +3,7 @@
  * (SPEC §4, §5: `MAX_REWRITE_BODY` → 413; SPEC §2: `MAX_BUFFERED_BYTES` → 503, `BODY_TIMEOUT_MS` → 408).
  */
 import type { IncomingMessage } from 'node:http';
+import { releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import { DecodedTooLargeError, decodeBody, encodeBody, supportedCoding } from './content-coding.ts';
 import { ShimError } from './errors.ts';
@@ -74,6 +75,8 @@ export function readBoundedBody(
     const fail = (err: Error) => {
       cleanup();
       req.pause();
+      // Dropped: their memory goes back now, not at a later collection (body-pump.ts).
+      for (const chunk of chunks) releaseChunk(chunk);
       chunks.length = 0;
       reservation?.release();
       reject(err);
@@ -89,7 +92,11 @@ export function readBoundedBody(
     };
     const onEnd = () => {
       cleanup();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      if (chunks.length === 1) return resolve(chunks[0] as Buffer);
+      const body = Buffer.concat(chunks, size);
+      // Copied into the body: their memory goes back now (body-pump.ts).
+      for (const chunk of chunks) releaseChunk(chunk);
+      resolve(body);
     };
     const onError = () => fail(new ClientAbortedError());
     const onClose = () => {

@@ -36,6 +36,21 @@ export const UPSTREAM_READ_BUFFER_BYTES = 64 * 1024;
 /** The read buffer, made at the first upstream connection. */
 let readBuffer: Buffer | undefined;
 
+/** The buffer every upstream socket reads into ({@link UPSTREAM_READ_BUFFER_BYTES}), made on first use. */
+export function upstreamReadBuffer(): Buffer {
+  readBuffer ??= Buffer.allocUnsafeSlow(UPSTREAM_READ_BUFFER_BYTES);
+  return readBuffer;
+}
+
+/**
+ * Whether `memory` is the buffer every upstream socket reads into: memory that must never be released
+ * (body-pump.ts `releaseChunk` checks, in case a Node version hands out views of it instead of copies).
+ * @param memory A chunk's `buffer`.
+ */
+export function isUpstreamReadBuffer(memory: ArrayBufferLike): boolean {
+  return readBuffer !== undefined && memory === readBuffer.buffer;
+}
+
 /**
  * Creates an upstream connection (with `create`, the agent's own `createConnection`, so that an
  * `https.Agent` keeps its TLS session cache) whose reads go into one buffer shared by every upstream
@@ -53,9 +68,8 @@ let readBuffer: Buffer | undefined;
  * one, and 8–10 % less CPU per request (bench/RESULTS.md; docs/reliability.md "Memory while streaming").
  */
 function withSharedReadBuffer(create: (options: object) => Duplex, options: http.ClientRequestArgs): Duplex {
-  readBuffer ??= Buffer.allocUnsafeSlow(UPSTREAM_READ_BUFFER_BYTES);
   const onread: OnReadOpts = {
-    buffer: readBuffer,
+    buffer: upstreamReadBuffer(),
     // Flow control is the HTTP client's: it pauses the socket (a read stop in this mode) when the
     // response is paused.
     callback: (bytes, buffer) => socket.emit('data', (buffer as Buffer).subarray(0, bytes)) || true,

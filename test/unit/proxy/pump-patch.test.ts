@@ -196,4 +196,28 @@ describe('pumpPatch', () => {
     target2.flushOne();
     expect(passing.recycle).not.toHaveBeenCalled();
   });
+
+  it('releases a chunk the patch copied (it returned other bytes), not one it passed on as it came', () => {
+    const { source, target } = setUp(); // upperPatch: a new buffer per chunk
+    const copied = Buffer.allocUnsafeSlow(2);
+    copied.write('ab');
+    source.emit('data', copied);
+    expect((copied.buffer as ArrayBuffer).detached).toBe(true);
+    expect(target.written).toEqual(['<head>', 'AB']);
+
+    const passing: ResponsePatch = {
+      write: (chunk) => chunk,
+      end: () => Buffer.alloc(0),
+      destroy() {},
+      outcome: { kind: 'unchanged' },
+    };
+    const source2 = new FakeSource();
+    const target2 = new FakeTarget();
+    pumpPatch(source2, target2, passing, vi.fn(), vi.fn(), vi.fn());
+    const passed = Buffer.allocUnsafeSlow(2);
+    passed.write('xy');
+    source2.emit('data', passed);
+    target2.flushOne(); // the queued chunk still holds its bytes when the socket writes it
+    expect(passed.toString()).toBe('xy');
+  });
 });

@@ -10,7 +10,7 @@ import { ClientAbortedError, readBoundedBody } from '../../../src/proxy/request-
 
 /** A request stand-in: a readable stream with `headers` and `complete`, like `IncomingMessage`. */
 function requestOf(chunks: readonly (string | Buffer)[], headers: IncomingHttpHeaders = {}): IncomingMessage {
-  const stream = Readable.from(chunks.map((c) => Buffer.from(c)));
+  const stream = Readable.from(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
   const req = Object.assign(stream, { headers, complete: false });
   stream.on('end', () => {
     req.complete = true;
@@ -37,7 +37,33 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection');
 }
 
+/** A chunk with memory of its own, as Node's HTTP parser delivers one. */
+function ownChunk(text: string): Buffer {
+  const chunk = Buffer.allocUnsafeSlow(text.length);
+  chunk.write(text);
+  return chunk;
+}
+
 describe('readBoundedBody', () => {
+  it('releases the chunks it joined (their memory goes back at once), not a body of one chunk', async () => {
+    const chunks = [ownChunk('{"a":'), ownChunk('1}')];
+    const body = await readBoundedBody(requestOf(chunks), 1024);
+    expect(body.toString()).toBe('{"a":1}');
+    expect(chunks.map((c) => (c.buffer as ArrayBuffer).detached)).toEqual([true, true]);
+
+    const only = ownChunk('{"b":2}');
+    const same = await readBoundedBody(requestOf([only]), 1024);
+    expect(same).toBe(only);
+    expect(same.toString()).toBe('{"b":2}');
+  });
+
+  it('releases the chunks it held when it gives up (too large)', async () => {
+    const held = ownChunk('x'.repeat(600));
+    const err = await rejection(readBoundedBody(requestOf([held, ownChunk('y'.repeat(600))]), 1000));
+    expect(err).toBeInstanceOf(ShimError);
+    expect((held.buffer as ArrayBuffer).detached).toBe(true);
+  });
+
   it('reads a body sent in one chunk', async () => {
     const body = await readBoundedBody(requestOf(['{"tags":[1]}'], { 'content-length': '12' }), 1024);
     expect(body.toString()).toBe('{"tags":[1]}');
