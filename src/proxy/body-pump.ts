@@ -68,22 +68,36 @@ export interface BodyTarget {
  * @param target Where the body goes.
  */
 export function pumpBody(source: BodySource, target: BodyTarget): void {
-  let resume: (() => void) | undefined;
+  const hold = pauseUntilDrain(source, target);
   source.on('data', (chunk) => {
     if (target.destroyed) return;
     const written = target.write(chunk, (err) => {
       if (!err) releaseChunk(chunk);
     });
-    if (!written) {
-      source.pause();
-      // Made on the first full buffer only: most bodies never need it.
-      resume ??= () => {
-        source.resume();
-      };
-      target.once('drain', resume);
-    }
+    if (!written) hold();
   });
   source.once('end', () => {
     if (!target.destroyed) target.end();
   });
+}
+
+/**
+ * Backpressure: returns a function to call when a write to `target` returned false; it pauses
+ * `source` until `target` emits `drain`.
+ * @param source What to pause (an `IncomingMessage`).
+ * @param target What to wait for (a `ServerResponse` or a `ClientRequest`).
+ */
+export function pauseUntilDrain(
+  source: Pick<BodySource, 'pause' | 'resume'>,
+  target: Pick<BodyTarget, 'once'>,
+): () => void {
+  let resume: (() => void) | undefined;
+  return () => {
+    source.pause();
+    // Made on the first full buffer only: most bodies never need it.
+    resume ??= () => {
+      source.resume();
+    };
+    target.once('drain', resume);
+  };
 }

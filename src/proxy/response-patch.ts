@@ -4,7 +4,7 @@
  * only what a patch holds back (bounded by the patch itself) stays in memory.
  */
 import { Transform, type TransformCallback } from 'node:stream';
-import { releaseChunk } from './body-pump.ts';
+import { pauseUntilDrain, releaseChunk } from './body-pump.ts';
 import type { PatchOutcome, ResponsePatch } from './types.ts';
 
 /**
@@ -131,8 +131,9 @@ export interface PatchSource {
  * the upstream until `drain`. Measured (bench/RESULTS.md): `stream.pipeline` with a Transform and a
  * Writable per patched response cost ~35 % of a patched 1.5 KB GET (Node's pipeline creates and aborts
  * an AbortController, with a DOMException, per call); this does the same work with four listeners.
- * A chunk the patch did not return as it is has been copied, so its memory is released at once
- * (body-pump.ts `releaseChunk`): `source` must hand its chunks to this function alone.
+ * A chunk the patch did not return as it is has been copied, so its memory is released at once, and
+ * one it passed on once the socket has written it (body-pump.ts `releaseChunk`): `source` must hand
+ * its chunks to this function alone.
  *
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
  * @param writeHead Writes the response head; called once, before the first body byte.
@@ -148,29 +149,21 @@ export function pumpPatch(
   onEnd: (outcome: PatchOutcome) => void,
   onError: (err: Error) => void,
 ): void {
-  let resume: (() => void) | undefined;
+  const hold = pauseUntilDrain(source, target);
   source.on('data', (chunk) => {
     const bytes = patch.write(chunk);
     // The patch has copied what it needs of a chunk it did not pass on (body-pump.ts).
     if (bytes !== chunk) releaseChunk(chunk);
     if (bytes.length === 0 || target.destroyed) return;
     if (!target.headersSent) writeHead();
-    // A buffer of the patch's own goes back to it once written, for its next chunk (not on an error:
-    // then the socket may not be done with it).
-    const written =
-      bytes !== chunk && patch.recycle !== undefined
-        ? target.write(bytes, (err) => {
-            if (!err) patch.recycle?.(bytes);
-          })
-        : target.write(bytes);
-    if (!written) {
-      source.pause();
-      // Made on the first full buffer only: most patched responses never need it.
-      resume ??= () => {
-        source.resume();
-      };
-      target.once('drain', resume);
-    }
+    // Once the socket has written them (not on an error: then it may not be done with them), a chunk
+    // passed on is released, and a buffer of the patch's own goes back to it for its next chunk.
+    const written = target.write(bytes, (err) => {
+      if (err) return;
+      if (bytes === chunk) releaseChunk(chunk);
+      else patch.recycle?.(bytes);
+    });
+    if (!written) hold();
   });
   source.once('end', () => {
     const bytes = patch.end();

@@ -61,16 +61,7 @@ export async function startSlowUpstream(json?: (seed: number, n: number) => Buff
     const isJson = kind === 'json' && json !== undefined;
     const body = isJson ? json(Number(seed), Number(size)) : bodyOf(Number(seed), Number(size));
     res.writeHead(200, { 'content-type': isJson ? 'application/json' : 'application/octet-stream' });
-    let at = 0;
-    const pump = (): void => {
-      while (at < body.length) {
-        const more = res.write(body.subarray(at, at + 16384));
-        at += 16384;
-        if (!more) return void res.once('drain', pump);
-      }
-      res.end();
-    };
-    pump();
+    writeInPieces(res, body, 16384);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -111,15 +102,20 @@ export function upload(url: string, body: Buffer, headers: Record<string, string
       },
     );
     req.on('error', reject);
-    let at = 0;
-    const pump = (): void => {
-      while (at < body.length) {
-        const more = req.write(body.subarray(at, at + 65536));
-        at += 65536;
-        if (!more) return void req.once('drain', pump);
-      }
-      req.end();
-    };
-    pump();
+    writeInPieces(req, body, 65536);
   });
+}
+
+/** Writes `body` to `stream` in writes of `piece` bytes, waiting for `drain` when told to, then ends it. */
+function writeInPieces(stream: http.ServerResponse | http.ClientRequest, body: Buffer, piece: number): void {
+  let at = 0;
+  const pump = (): void => {
+    while (at < body.length) {
+      const more = stream.write(body.subarray(at, at + piece));
+      at += piece;
+      if (!more) return void stream.once('drain', pump);
+    }
+    stream.end();
+  };
+  pump();
 }

@@ -197,7 +197,7 @@ describe('pumpPatch', () => {
     expect(passing.recycle).not.toHaveBeenCalled();
   });
 
-  it('releases a chunk the patch copied (it returned other bytes), not one it passed on as it came', () => {
+  it('releases a chunk the patch copied at once, and one it passed on only once the socket wrote it', () => {
     const { source, target } = setUp(); // upperPatch: a new buffer per chunk
     const copied = Buffer.allocUnsafeSlow(2);
     copied.write('ab');
@@ -216,8 +216,14 @@ describe('pumpPatch', () => {
     pumpPatch(source2, target2, passing, vi.fn(), vi.fn(), vi.fn());
     const passed = Buffer.allocUnsafeSlow(2);
     passed.write('xy');
+    const failed = Buffer.allocUnsafeSlow(2);
+    failed.write('zz');
     source2.emit('data', passed);
-    target2.flushOne(); // the queued chunk still holds its bytes when the socket writes it
-    expect(passed.toString()).toBe('xy');
+    source2.emit('data', failed);
+    expect(passed.toString()).toBe('xy'); // queued: intact
+    target2.flushOne(); // checks that the chunk still holds its bytes when the socket writes it
+    expect((passed.buffer as ArrayBuffer).detached).toBe(true);
+    target2.flushOne(new Error('EPIPE')); // a failed write keeps its chunk: the socket may hold it
+    expect(failed.toString()).toBe('zz');
   });
 });
