@@ -7,7 +7,7 @@
  * outside the V8 heap. Left to the garbage collector, such memory is freed only when a collection
  * finds the chunk dead: under load that is every bytes read during tens of milliseconds, and more for
  * chunks that live long enough to be promoted. Measured under 32 concurrent 1.4 MB lists: +56 to +96
- * MiB of peak RSS for the chunks alone, 30–50 % of it malloc fragments. Once a chunk has been copied
+ * MiB of peak RSS, most of it these chunks and the malloc fragments around them. Once a chunk has been copied
  * (a patch) or written to the socket (a pass-through), nothing references it any more, so the shim
  * releases it then — by detaching its `ArrayBuffer` (`transfer(0)`, ECMA-262 §25.1.6.8), which frees
  * the memory at once — and the allocator hands the same, still cached, memory to the next chunk.

@@ -65,9 +65,9 @@ export interface ResponsePatch {
    * Next chunk of the decoded body; returns the bytes ready to send for it, in order: the
    * chunk itself when nothing changes, an empty buffer when everything is held back, or a buffer the
    * caller may keep (the patch never writes to it again). One buffer per chunk, so that the core writes
-   * one HTTP chunk per upstream chunk. Keeps no reference to `chunk` (nor a view of it) once it
-   * returned: the core releases the chunk's memory then, or once the socket has written it when it was
-   * returned as it is (body-pump.ts). Never throws.
+   * one HTTP chunk per upstream chunk. Keeps no reference to `chunk` once it returned, and never
+   * returns a view of part of it: the core releases the chunk's memory then, or once the socket has
+   * written it when it was returned as it is (body-pump.ts). Never throws.
    */
   write(chunk: Buffer): Buffer;
   /** The body ended: returns whatever is still held (usually an empty buffer). Never throws. */
