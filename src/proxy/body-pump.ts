@@ -25,7 +25,7 @@ import { isUpstreamReadBuffer } from './upstream-agent.ts';
  * listener (the caller), that was copied or fully written (its write callback ran without error).
  *
  * @param chunk A body chunk as a `data` event delivered it.
- * @returns Whether the memory was released.
+ * @returns Whether the memory was released. Never throws.
  */
 export function releaseChunk(chunk: Buffer): boolean {
   const memory = chunk.buffer;
@@ -66,6 +66,7 @@ export interface BodyTarget {
  *
  * @param source The body's producer (its chunks are the caller's alone).
  * @param target Where the body goes.
+ * @throws Nothing of its own; a target's failed write reaches only that write's callback.
  */
 export function pumpBody(source: BodySource, target: BodyTarget): void {
   const hold = pauseUntilDrain(source, target);
