@@ -3,6 +3,7 @@
  * any depth, as a stream and without re-serializing anything (SPEC §6; service document part 9, rule 2;
  * RFC 8259).
  */
+import { ownsMemory } from '../proxy/body-pump.ts';
 import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../proxy/types.ts';
 import {
   JsonStreamScanner,
@@ -115,7 +116,7 @@ const outputPools = new WeakMap<BufferBudget, Buffer[]>();
  * pool, under {@link MIN_SPARE_OUTPUT}, would keep the whole pool alive), at most {@link MAX_SPARE_OUTPUT}.
  */
 function keepable(buffer: Buffer): boolean {
-  return buffer.length <= MAX_SPARE_OUTPUT && buffer.buffer.byteLength === buffer.length;
+  return buffer.length <= MAX_SPARE_OUTPUT && ownsMemory(buffer);
 }
 
 /** Gives an output buffer that no response uses any more to its budget's pool; false when not kept. */

@@ -29,12 +29,20 @@ import { isUpstreamReadBuffer } from './upstream-agent.ts';
  */
 export function releaseChunk(chunk: Buffer): boolean {
   const memory = chunk.buffer;
-  if (!(memory instanceof ArrayBuffer) || memory.detached) return false;
-  if (chunk.byteOffset !== 0 || chunk.byteLength !== memory.byteLength || chunk.byteLength === 0)
-    return false;
-  if (isUpstreamReadBuffer(memory)) return false;
+  if (!(memory instanceof ArrayBuffer) || memory.detached || chunk.byteLength === 0) return false;
+  if (!ownsMemory(chunk) || isUpstreamReadBuffer(memory)) return false;
   memory.transfer(0);
   return true;
+}
+
+/**
+ * Whether `buffer` spans the whole of its memory, rather than being a slice of a larger allocation
+ * (Node's 8 KiB pool for buffers under 4 KiB, a decoder's output, a subarray).
+ * @param buffer Any buffer.
+ * @returns True when its offset is 0 and its length that of its `ArrayBuffer`. Never throws.
+ */
+export function ownsMemory(buffer: Buffer): boolean {
+  return buffer.byteOffset === 0 && buffer.byteLength === buffer.buffer.byteLength;
 }
 
 /** What {@link pumpBody} reads: an upstream response or a client's request body (`IncomingMessage`). */
