@@ -295,13 +295,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const stages: Array<NodeJS.ReadableStream | NodeJS.WritableStream> = [upstreamRes];
     const decoder = createDecoder(coding);
     if (decoder) stages.push(decoder);
-    stages.push(
-      new PatchStream(patch, (outcome) => {
-        if (outcome.kind === 'skipped') skip(state, outcome.reason);
-      }),
-    );
+    const patchStage = new PatchStream(patch, (outcome) => {
+      if (outcome.kind === 'skipped') skip(state, outcome.reason);
+    });
+    stages.push(patchStage);
     const encoder = createEncoder(coding);
-    if (encoder) stages.push(encoder);
+    if (encoder) stages.push(patchStage.feeds(encoder));
     const sink = new ClientSink(res, writeHead);
     res.once('close', () => {
       if (!res.writableFinished) sink.destroy();

@@ -1,12 +1,13 @@
 /**
- * Released chunks of patched responses on real sockets (src/proxy/response-patch.ts `pumpPatch`,
- * src/proxy/body-pump.ts): an upstream chunk is released once the patch has copied what it needs (it
- * returned other bytes), never when the patch passed it on as it came and the socket may still be
- * writing it. Distinct lists at once, slow readers, every byte compared with the whole-body patch.
+ * Released chunks of patched responses on real sockets (src/proxy/response-patch.ts `pumpPatch` and,
+ * for a gzipped response, `PatchStream.feeds`; src/proxy/body-pump.ts): an upstream (or decoded) chunk
+ * is released once the patch has copied what it needs (it returned other bytes), never when the patch
+ * passed it on as it came and the socket (or the encoder) may still be reading it. Distinct lists at once, slow readers, every byte compared with the whole-body patch.
  * The pass-through side: released-chunks.test.ts.
  *
  * Goes with the alias layer (`src/aliases/`): deleted with it (docs/removing-the-alias-layer.md).
  */
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { patchJson } from '../../src/aliases/patch-json.ts';
 import { responsePairs } from '../../src/aliases/table.ts';
@@ -50,6 +51,21 @@ describe('released chunks of patched responses, several at once under backpressu
       expect(expected.outcome.kind).toBe('patched');
       expect(r.status).toBe(200);
       expect(sha256(r.body)).toBe(sha256(expected.body));
+    }
+  });
+
+  it('patches 8 distinct gzipped lists exactly as the whole-body patch does (decoder → patch → encoder)', async () => {
+    // The decoder's 64 KiB chunks: released once the patch copied them, or (the note, passed on as it
+    // came) once the encoder consumed them; the patch's output buffers go back to it from the encoder.
+    const seeds = [21, 22, 23, 24, 25, 26, 27, 28];
+    const results = await Promise.all(
+      seeds.map((s) => slowGet(`${stack.url}/gzip-json/${s}/4000`, { ...LEGACY, 'accept-encoding': 'gzip' })),
+    );
+    for (const [i, r] of results.entries()) {
+      const expected = patchJson(responsePairs(), listOf(seeds[i] as number, 4000));
+      expect(expected.outcome.kind).toBe('patched');
+      expect(r.status).toBe(200);
+      expect(sha256(gunzipSync(r.body))).toBe(sha256(expected.body));
     }
   });
 });

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 
 /** Byte `i` of body `seed`: distinct per body and per position, so that a chunk from elsewhere shows. */
 export function bodyOf(seed: number, length: number): Buffer {
@@ -39,7 +40,7 @@ export interface SlowUpstream {
 /**
  * An upstream with, in 16 KiB writes with backpressure: `GET /bytes/<seed>/<length>` →
  * {@link bodyOf} as `application/octet-stream`; `GET /json/<seed>/<n>` → `json(seed, n)` as
- * `application/json`; and `POST /sink` → `{bytes, sha}` of the body, read with a pause after every
+ * `application/json`; `GET /gzip-json/<seed>/<n>` → the same gzipped (`Content-Encoding: gzip`); and `POST /sink` → `{bytes, sha}` of the body, read with a pause after every
  * 256 KiB.
  */
 export async function startSlowUpstream(json?: (seed: number, n: number) => Buffer): Promise<SlowUpstream> {
@@ -58,10 +59,14 @@ export async function startSlowUpstream(json?: (seed: number, n: number) => Buff
       });
       return;
     }
-    const isJson = kind === 'json' && json !== undefined;
-    const body = isJson ? json(Number(seed), Number(size)) : bodyOf(Number(seed), Number(size));
-    res.writeHead(200, { 'content-type': isJson ? 'application/json' : 'application/octet-stream' });
-    writeInPieces(res, body, 16384);
+    const isJson = (kind === 'json' || kind === 'gzip-json') && json !== undefined;
+    const plain = isJson ? json(Number(seed), Number(size)) : bodyOf(Number(seed), Number(size));
+    const gzipped = kind === 'gzip-json';
+    res.writeHead(200, {
+      'content-type': isJson ? 'application/json' : 'application/octet-stream',
+      ...(gzipped ? { 'content-encoding': 'gzip' } : {}),
+    });
+    writeInPieces(res, gzipped ? gzipSync(plain) : plain, 16384);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

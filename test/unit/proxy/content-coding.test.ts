@@ -4,12 +4,14 @@
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
+  CODING_CHUNK_BYTES,
   createDecoder,
   createEncoder,
   DecodedTooLargeError,
   decodeBody,
   encodeBody,
   looksLikeZlib,
+  RECODE_ZLIB_LEVEL,
   type SupportedCoding,
   supportedCoding,
 } from '../../../src/proxy/content-coding.ts';
@@ -156,6 +158,43 @@ describe('streaming decoders and encoders', () => {
     async (coding) => {
       const input = Buffer.from(JSON.stringify({ metadata: Array.from({ length: 500 }, (_, i) => i) }));
       expect((await roundTrip(coding, input)).equals(input)).toBe(true);
+    },
+  );
+
+  /** Everything `stream` emits once `input` is written to it and it ends, chunk by chunk. */
+  const chunksOf = (stream: NodeJS.ReadWriteStream, input: Buffer) =>
+    new Promise<Buffer[]>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      stream.on('data', (d: Buffer) => parts.push(d));
+      stream.on('end', () => resolve(parts));
+      stream.on('error', reject);
+      stream.end(input);
+    });
+
+  it('gzip and deflate re-encode at level 1 (RECODE_ZLIB_LEVEL): their headers say so', async () => {
+    expect(RECODE_ZLIB_LEVEL).toBe(1);
+    // RFC 1952 §2.3.1: XFL = 4, "compressor used fastest algorithm"; RFC 1950 §2.2: FLEVEL 0, "fastest".
+    const gzip = Buffer.concat(await chunksOf(createEncoder('gzip')!, JSON_BODY));
+    expect(gzip[8]).toBe(4);
+    const deflate = Buffer.concat(await chunksOf(createEncoder('deflate')!, JSON_BODY));
+    expect(deflate[1]! >> 6).toBe(0);
+    expect((await encodeBody(JSON_BODY, 'gzip'))[8]).toBe(4);
+    expect((await encodeBody(JSON_BODY, 'deflate'))[1]! >> 6).toBe(0);
+  });
+
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
+    '%s: the decoder (and the zlib encoders) emit output buffers of CODING_CHUNK_BYTES (64 KiB)',
+    async (coding) => {
+      // Distinct bytes that compress poorly enough for the encoder to fill a buffer too.
+      const input = Buffer.alloc(400 * 1024);
+      for (let i = 0; i < input.length; i++) input[i] = (i * 2654435761) >>> 24;
+      const encoded = await chunksOf(createEncoder(coding)!, input);
+      // brotli and zstd hand out what they have compressed so far; zlib fills its buffer first.
+      if (coding === 'gzip' || coding === 'deflate') expect(encoded[0]!.length).toBe(CODING_CHUNK_BYTES);
+      expect(Math.max(...encoded.map((c) => c.length))).toBeLessThanOrEqual(CODING_CHUNK_BYTES);
+      const decoded = await chunksOf(createDecoder(coding)!, Buffer.concat(encoded));
+      expect(decoded[0]!.length).toBe(CODING_CHUNK_BYTES);
+      expect(Buffer.concat(decoded).equals(input)).toBe(true);
     },
   );
 
