@@ -88,6 +88,8 @@ const EQUAL_OUTPUT_LIST = EQUAL_OUTPUT_ITEMS;
 const FIRST_BYTE_SAMPLES = SMOKE ? 3 : Number(args['first-byte-samples']);
 const TEN_MB_ITEMS = 15_500; // ≈ 10 MB of JSON
 const CONCURRENT_LIST_ITEMS = 2_100; // ≈ 1.4 MB of JSON
+/** The bench upstream's gzipped list (bench/lib/upstream.ts): 54 KB for the 2,100 missions. */
+const GZIP_QUERY = '&coding=gzip';
 /** Issue 9 item 4: streaming and 32 concurrent patched lists each peak under idle + this. */
 const PEAK_ABOVE_IDLE = 40 * 1024 * 1024;
 const PATCH_ITEMS = 1500; // ≈ 1.0 MB of JSON
@@ -377,17 +379,18 @@ async function main(): Promise<void> {
   // client; the target), then the same load passed through by the shim (1.0 client) and by the bare
   // node:http pipe with the shim's V8 flags (what Node itself holds for these bytes in flight).
   await Promise.all([shim.stop(), bareTransfers.stop()]);
-  const listsUrl = (base: string) => `${base}/debug/json?items=${CONCURRENT_LIST_ITEMS}`;
+  const listsUrl = (base: string, query = '') => `${base}/debug/json?items=${CONCURRENT_LIST_ITEMS}${query}`;
   const measureLists = async (
     proxy: Measured,
     headers: Record<string, string>,
     label: string,
+    query = '',
   ): Promise<ListsRun> => {
     await sleep(SMOKE ? 1000 : 3000);
     const idle = proxy.rss();
     proxy.resetPeak();
     const cpuBefore = proxy.cpuMicros();
-    const result = await runWrk({ url: listsUrl(proxy.url), headers }, wrkOptions(DURATION));
+    const result = await runWrk({ url: listsUrl(proxy.url, query), headers }, wrkOptions(DURATION));
     const run = {
       idle,
       peak: proxy.peakRss(),
@@ -411,6 +414,20 @@ async function main(): Promise<void> {
       await startCalibration('bare', 'calibration-bare-lists', shimFlags),
       API_KEY,
       'bare pipe',
+    ),
+    // Context, no target: the upstream gzips the list (54 KB); a legacy client's is decoded, patched
+    // and encoded again, a 1.0 client's passes through still gzipped.
+    patchedGzip: await measureLists(
+      await startShim('shim-lists-gzip'),
+      { ...LEGACY, 'Accept-Encoding': 'gzip' },
+      'patched, gzip upstream',
+      GZIP_QUERY,
+    ),
+    passThroughGzip: await measureLists(
+      await startShim('shim-lists-gzip-current'),
+      { ...CURRENT, 'Accept-Encoding': 'gzip' },
+      'passed through, gzip upstream',
+      GZIP_QUERY,
     ),
   };
 
@@ -675,7 +692,7 @@ interface ReportInput {
   transferPeak: { download: number; upload: number };
   bareIdleRss: number;
   barePeak: { download: number; upload: number };
-  concurrentLists: Record<'patched' | 'passThrough' | 'bare', ListsRun>;
+  concurrentLists: Record<'patched' | 'passThrough' | 'bare' | 'patchedGzip' | 'passThroughGzip', ListsRun>;
   patch: PatchThroughput[];
   notes: string[];
   commands: string[];
@@ -803,6 +820,13 @@ function renderReport(input: ReportInput): string {
     `${above(lists.patched)} (${fixed(mib(lists.patched.idle), 0)} → ${fixed(mib(lists.patched.peak), 0)}); ` +
       `the same load passed through by the shim ${above(lists.passThrough)}, by the bare pipe ${above(lists.bare)}`,
     verdict(lists.patched.peak - lists.patched.idle <= PEAK_ABOVE_IDLE),
+  ]);
+  const gzipRun = (run: ListsRun) =>
+    `${run.result.rps.toFixed(0)} req/s, ${fixed(run.cpu, 0)} µs/req, ${above(run)}`;
+  targets.push([
+    `(context) ${CONNECTIONS} concurrent gzipped 1.4 MB lists: patched (decoded, patched, encoded again) against passed through`,
+    `${gzipRun(lists.patchedGzip)}; passed through ${gzipRun(lists.passThroughGzip)}`,
+    'no target',
   ]);
   targets.push([
     `idle RSS of the shim, \`node ${[...input.shimFlags, 'dist/main.js'].join(' ')}\``,

@@ -9,7 +9,9 @@
  *   `property <name> should not exist` (so an alias leaking through the shim fails loudly);
  * - `GET /missions/:uuid` → the stored mission (strong ETag, `If-None-Match` → 304), 404 otherwise;
  * - `GET /debug/json?items=N` → a generated list `{data, count, skip, take}` of N missions (~675 bytes
- *   each: 1,000 → 0.66 MB, 2,100 → 1.4 MB, 15,500 → 10 MB), serialized once per size;
+ *   each: 1,000 → 0.66 MB, 2,100 → 1.4 MB, 15,500 → 10 MB), serialized once per size; with
+ *   `&coding=gzip`, the same bytes gzipped (level 6, as Express' `compression` does) with
+ *   `Content-Encoding: gzip`, whatever the request accepts;
  * - `GET /debug/bytes?n=N` → N deterministic bytes ({@link PATTERN_CHUNK}), streamed with backpressure;
  * - `POST|PUT /debug/sink` → consumes the body as a stream, answers `{bodyBytes, bodySha256}`.
  *
@@ -20,6 +22,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { gzipSync } from 'node:zlib';
 
 /** `Service-Version` of every response. */
 export const SERVICE_VERSION = '0.60.0';
@@ -116,12 +119,17 @@ export const EQUAL_OUTPUT_ITEMS = 1745;
 interface Entity {
   readonly bytes: Buffer;
   readonly etag: string;
+  /** The body's content coding, when it has one. */
+  readonly coding?: 'gzip';
 }
 
 function entity(payload: unknown): Entity {
-  const bytes = Buffer.from(JSON.stringify(payload), 'utf8');
+  return entityOf(Buffer.from(JSON.stringify(payload), 'utf8'));
+}
+
+function entityOf(bytes: Buffer, coding?: 'gzip'): Entity {
   const hash = createHash('sha1').update(bytes).digest('base64').slice(0, 27);
-  return { bytes, etag: `"${bytes.length.toString(16)}-${hash}"` };
+  return { bytes, etag: `"${bytes.length.toString(16)}-${hash}"`, ...(coding !== undefined && { coding }) };
 }
 
 function sendJson(req: IncomingMessage, res: ServerResponse, status: number, body: Entity | unknown): void {
@@ -136,6 +144,7 @@ function sendJson(req: IncomingMessage, res: ServerResponse, status: number, bod
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': e.bytes.length,
+    ...(e.coding !== undefined && { 'content-encoding': e.coding }),
   });
   res.end(req.method === 'HEAD' ? undefined : e.bytes);
 }
@@ -219,6 +228,7 @@ export function createBenchUpstream(): Server {
   const missions = new Map<string, Entity>();
   // The generated lists, serialized once: bench/run.ts interleaves several sizes (10 … 15,500 items).
   const lists = new Map<number, Entity>();
+  const gzippedLists = new Map<number, Entity>();
   const health = entity({ status: 'ok' });
 
   async function createMission(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -279,11 +289,14 @@ export function createBenchUpstream(): Server {
         error(req, res, 400, 'items must be an integer number');
         return;
       }
-      let list = lists.get(items);
+      const gzipped = url.searchParams.get('coding') === 'gzip';
+      const cache = gzipped ? gzippedLists : lists;
+      let list = cache.get(items);
       if (list === undefined) {
-        list = entity(generateMissionList(items));
-        if (lists.size >= MAX_CACHED_LISTS) lists.delete(lists.keys().next().value as number);
-        lists.set(items, list);
+        const plain = entity(generateMissionList(items));
+        list = gzipped ? entityOf(gzipSync(plain.bytes, { level: 6 }), 'gzip') : plain;
+        if (cache.size >= MAX_CACHED_LISTS) cache.delete(cache.keys().next().value as number);
+        cache.set(items, list);
       }
       sendJson(req, res, 200, list);
     } else if (method === 'GET' && path === '/debug/bytes') {

@@ -6,14 +6,13 @@
  *   outgoing-request.ts   headers and framing of the upstream request (smuggling defences)
  *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite
  *   upstream-error.ts     502/504, the one idempotent replay, abort after the head
- *   response-patch.ts     the streaming patch stage
- *   response-writer.ts    the client's response head, Vary, the head-on-first-byte sink
+ *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
+ *   response-writer.ts    the client's response head, Vary
  *   upstream-agent.ts     http/https pool, TLS verification, SNI
  */
 import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { pipeline } from 'node:stream';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { type CoreMetrics, routeShape, type UpstreamErrorKind } from '../observability/metrics.ts';
@@ -24,8 +23,8 @@ import { type ExchangeState, stateOf } from './exchange.ts';
 import { buildUpstreamHeaders, hasRequestBody, upstreamTarget } from './outgoing-request.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
-import { chainPatches, PatchStream, pumpPatch } from './response-patch.ts';
-import { ClientSink, headerValue, responseHead } from './response-writer.ts';
+import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
+import { headerValue, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import { decideUpstreamFailure, IDEMPOTENT_METHODS, UPSTREAM_MESSAGES } from './upstream-error.ts';
@@ -284,36 +283,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       pumpBody(upstreamRes, res);
       return;
     }
+    const onEnd = (outcome: PatchOutcome) => {
+      if (outcome.kind === 'skipped') skip(state, outcome.reason);
+    };
     if (coding === 'identity') {
-      // The common case: no coding to undo, so no stream stages (response-patch.ts pumpPatch).
-      const onEnd = (outcome: PatchOutcome) => {
-        if (outcome.kind === 'skipped') skip(state, outcome.reason);
-      };
+      // The common case: no coding to undo (response-patch.ts pumpPatch).
       pumpPatch(upstreamRes, res, patch, writeHead, onEnd, fail);
       return;
     }
-    const stages: Array<NodeJS.ReadableStream | NodeJS.WritableStream> = [upstreamRes];
-    const decoder = createDecoder(coding);
-    if (decoder) stages.push(decoder);
-    const patchStage = new PatchStream(patch, (outcome) => {
-      if (outcome.kind === 'skipped') skip(state, outcome.reason);
-    });
-    stages.push(patchStage);
-    const encoder = createEncoder(coding);
-    if (encoder) stages.push(patchStage.feeds(encoder));
-    const sink = new ClientSink(res, writeHead);
-    res.once('close', () => {
-      if (!res.writableFinished) sink.destroy();
-    });
-    stages.push(sink);
-    pipeline(stages, (err) => {
-      if (!err) return;
-      patch.destroy();
-      if (res.destroyed && !res.writableFinished) return; // the client went away: nothing to say
-      // The upstream failed (or sent a body its coding cannot decode): 502/504 while the client has
-      // received nothing, else the connection is aborted as for a pass-through.
-      fail(err);
-    });
+    // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch).
+    const codec = { decoder: createDecoder(coding)!, encoder: createEncoder(coding)! };
+    pumpCodedPatch(upstreamRes, res, codec, patch, writeHead, onEnd, fail);
   };
 
   /** Builds the upstream request's head and forwards the exchange. */

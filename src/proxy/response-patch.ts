@@ -1,9 +1,10 @@
 /**
  * The response-patch seam (SPEC §6; issue 9 item 1): the plugins' streaming patches of one response
- * body, chained, as a Transform between the decoder and the encoder. Bytes leave as they arrive;
- * only what a patch holds back (bounded by the patch itself) stays in memory.
+ * body, chained, and the pumps that feed them — the upstream's chunks straight to the client
+ * (`pumpPatch`), or between the decoder and the encoder of a content coding (`pumpCodedPatch`). Bytes
+ * leave as they arrive; only what a patch holds back (bounded by the patch itself) stays in memory.
  */
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Transform } from 'node:stream';
 import { pauseUntilDrain, releaseChunk } from './body-pump.ts';
 import type { PatchOutcome, ResponsePatch } from './types.ts';
 
@@ -60,79 +61,6 @@ export function combinedOutcome(outcomes: readonly PatchOutcome[]): PatchOutcome
     if (o.kind === 'patched') patched = true;
   }
   return patched ? { kind: 'patched' } : { kind: 'unchanged' };
-}
-
-/**
- * A patch as a stream stage (decoded bytes in, patched bytes out). Destroying the stage (client gone,
- * upstream failed) destroys the patch, which releases what it holds. The chunks written to it must be
- * its own, as a decoder's output is: a chunk the patch copied is released at once (body-pump.ts).
- */
-export class PatchStream extends Transform {
-  readonly patch: ResponsePatch;
-  private readonly onEnd: ((outcome: PatchOutcome) => void) | undefined;
-  /** Chunks passed on as they came, until the next stage has consumed them (see {@link feeds}). */
-  private passed: Set<Buffer> | undefined;
-
-  /**
-   * @param patch The (chained) patch of this response.
-   * @param onEnd Told the final outcome when the body ended, before the last bytes go out (so that the
-   *   request log line, written when the response finishes, already knows it).
-   */
-  constructor(patch: ResponsePatch, onEnd?: (outcome: PatchOutcome) => void) {
-    super();
-    this.patch = patch;
-    this.onEnd = onEnd;
-  }
-
-  /**
-   * Makes `next`, the stage this one pipes into, report each chunk it has consumed: from then on the
-   * patch gets its output buffer back (`recycle`) once `next` has consumed it, and a chunk the patch
-   * passed on as it came is released then (body-pump.ts `releaseChunk`), as {@link pumpPatch} does
-   * once the socket has written them. A chunk the patch copied is released at once in any case.
-   * Without it, every patched chunk of a coded response got a new output buffer (a 1.4 MB gzip list:
-   * ~22 of ~110 KiB each), left to the garbage collector.
-   * @param next A `node:zlib` stream (the response's encoder): by the time its `_transform` calls back
-   *   without an error, zlib has copied the chunk into its own window and dropped its reference.
-   *   Wraps `next._transform`. Never throws.
-   * @returns `next`, for the pipeline.
-   */
-  feeds<T extends Transform>(next: T): T {
-    const passed = new Set<Buffer>();
-    this.passed = passed;
-    const transform = next._transform;
-    next._transform = (chunk: Buffer, encoding: BufferEncoding, callback: TransformCallback) => {
-      transform.call(next, chunk, encoding, (err?: Error | null, data?: unknown) => {
-        if (!err && chunk.length > 0) {
-          if (passed.delete(chunk)) releaseChunk(chunk);
-          else this.patch.recycle?.(chunk);
-        }
-        callback(err, data);
-      });
-    };
-    return next;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
-    const bytes = this.patch.write(chunk);
-    // The patch has copied what it needs of a chunk it did not pass on (body-pump.ts).
-    if (bytes !== chunk) releaseChunk(chunk);
-    else if (this.passed !== undefined && bytes.length > 0) this.passed.add(chunk);
-    if (bytes.length > 0) this.push(bytes);
-    callback();
-  }
-
-  override _flush(callback: TransformCallback): void {
-    const bytes = this.patch.end();
-    if (bytes.length > 0) this.push(bytes);
-    this.onEnd?.(this.patch.outcome);
-    callback();
-  }
-
-  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
-    this.patch.destroy();
-    this.passed?.clear();
-    callback(err);
-  }
 }
 
 /** What {@link pumpPatch} writes to: the client's response (a `ServerResponse` in the shim). */
@@ -217,5 +145,114 @@ export function pumpPatch(
     if (target.writableFinished) return;
     patch.destroy();
     source.destroy();
+  });
+}
+
+/** The decoder and the encoder of a response with a content coding (content-coding.ts). */
+export interface PatchCodec {
+  /** Encoded bytes in, decoded bytes out (its chunks are the pump's alone: it releases them). */
+  readonly decoder: Transform;
+  /** Patched bytes in, encoded bytes out; a write's callback runs once it has consumed the chunk. */
+  readonly encoder: Transform;
+}
+
+/**
+ * Patches a response body with a content coding, wired by hand as {@link pumpPatch} is (no
+ * `stream.pipeline`, no stage per patch): the upstream's chunks go to `codec.decoder`; each decoded
+ * chunk goes through `patch.write`, and what it returns to `codec.encoder`; the encoder's output goes
+ * to the client as it comes (the head just before its first byte). Each step pauses the one before it
+ * while its buffer is full. Memory: a decoded chunk the patch copied is released at once, one it passed
+ * on once the encoder has consumed it, and the patch's output buffer goes back to it then (`recycle`),
+ * so a long response reuses one buffer (body-pump.ts `releaseChunk`).
+ *
+ * Measured on a gzip upstream's 1.4 MB list for 32 concurrent legacy clients (bench/RESULTS.md, ninth
+ * session): the stream pipeline of decoder, patch stage, encoder and client sink it replaces reached
+ * <RPS> against <RPS_PIPE> requests per second and peaked at <PEAK> against <PEAK_PIPE> above idle.
+ *
+ * @param codec The response's decoder and encoder; destroyed when the exchange is abandoned.
+ * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
+ * @param writeHead Writes the response head; called once, before the first body byte.
+ * @param onEnd Told the final outcome when the decoded body ended, before the response ends.
+ * @param onError The upstream failed mid-body, or its body does not decode (zlib's `Z_*`, brotli's
+ *   `ERR__*`, zstd's `ZSTD_error_*`), while the client is still there: 502/504 if nothing was sent,
+ *   else an abort (the caller decides). Called once; not after the client went away.
+ */
+export function pumpCodedPatch(
+  source: PatchSource,
+  target: PatchTarget,
+  codec: PatchCodec,
+  patch: ResponsePatch,
+  writeHead: () => void,
+  onEnd: (outcome: PatchOutcome) => void,
+  onError: (err: Error) => void,
+): void {
+  const { decoder, encoder } = codec;
+  let abandoned = false;
+  const abandon = (): void => {
+    abandoned = true;
+    patch.destroy();
+    source.destroy();
+    decoder.destroy();
+    encoder.destroy();
+  };
+
+  // upstream → decoder
+  const holdSource = pauseUntilDrain(source, decoder);
+  source.on('data', (chunk) => {
+    if (!abandoned && !decoder.write(chunk)) holdSource();
+  });
+  source.once('end', () => {
+    if (!abandoned) decoder.end();
+  });
+
+  // decoder → patch → encoder
+  const holdDecoder = pauseUntilDrain(decoder, encoder);
+  decoder.on('data', (decoded: Buffer) => {
+    if (abandoned) return;
+    const bytes = patch.write(decoded);
+    // The patch has copied what it needs of a chunk it did not pass on (body-pump.ts).
+    if (bytes !== decoded) releaseChunk(decoded);
+    if (bytes.length === 0) return;
+    // Once the encoder has consumed them (zlib copies its input into its own window), a chunk passed
+    // on is released, and a buffer of the patch's own goes back to it for its next chunk.
+    const more = encoder.write(bytes, (err) => {
+      if (err) return;
+      if (bytes === decoded) releaseChunk(decoded);
+      else patch.recycle?.(bytes);
+    });
+    if (!more) holdDecoder();
+  });
+  decoder.once('end', () => {
+    if (abandoned) return;
+    const bytes = patch.end();
+    onEnd(patch.outcome);
+    if (bytes.length > 0) encoder.write(bytes);
+    encoder.end();
+  });
+
+  // encoder → client
+  const holdEncoder = pauseUntilDrain(encoder, target);
+  encoder.on('data', (encoded: Buffer) => {
+    if (abandoned || target.destroyed) return;
+    if (!target.headersSent) writeHead();
+    if (!target.write(encoded)) holdEncoder();
+  });
+  encoder.once('end', () => {
+    if (abandoned || target.destroyed) return;
+    if (!target.headersSent) writeHead();
+    target.end();
+  });
+
+  const fail = (err: Error): void => {
+    if (abandoned) return;
+    abandon();
+    if (target.destroyed && !target.writableFinished) return; // the client went away: nothing to say
+    onError(err);
+  };
+  source.once('error', fail);
+  decoder.on('error', fail);
+  encoder.on('error', fail);
+  target.once('close', () => {
+    if (!target.writableFinished && !abandoned) abandon();
   });
 }

@@ -1,10 +1,10 @@
 /**
  * Writing the upstream's response to the client (SPEC §4, §6): the response head for a streamed
- * or a patched body, `Vary` merging, and a sink that sends the head only with the first body byte
- * (so that a patched response whose upstream dies before any byte can still become a 502).
+ * or a patched body, and `Vary` merging. The patch pumps (response-patch.ts) send a patched
+ * response's head only with its first body byte, so that an upstream dying before any byte can still
+ * be answered with a 502.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Writable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import { endToEndRawHeaders } from './hop-by-hop.ts';
 
 /**
@@ -111,55 +111,4 @@ export function responseHead(
   if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
   for (const value of extra) head.push(value);
   return head;
-}
-
-/**
- * The end of a patched response's pipeline: writes the head just before the first body byte (or at
- * the end of an empty body), then the body with the client's backpressure (a full socket buffer
- * pauses the pipeline, and with it the upstream).
- */
-export class ClientSink extends Writable {
-  private readonly res: ServerResponse;
-  private readonly writeHead: () => void;
-
-  /**
-   * @param res The client's response.
-   * @param writeHead Writes the response head; called once, before the first body byte.
-   */
-  constructor(res: ServerResponse, writeHead: () => void) {
-    super({ highWaterMark: 16 * 1024 });
-    this.res = res;
-    this.writeHead = writeHead;
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    const { res } = this;
-    if (res.destroyed) {
-      callback(new Error('client response closed'));
-      return;
-    }
-    if (!res.headersSent) this.writeHead();
-    if (res.write(chunk)) {
-      callback();
-      return;
-    }
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      callback(res.destroyed ? new Error('client response closed') : null);
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  }
-
-  override _final(callback: (error?: Error | null) => void): void {
-    const { res } = this;
-    if (res.destroyed) {
-      callback(new Error('client response closed'));
-      return;
-    }
-    if (!res.headersSent) this.writeHead();
-    res.end();
-    callback();
-  }
 }

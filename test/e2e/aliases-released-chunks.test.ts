@@ -1,6 +1,6 @@
 /**
  * Released chunks of patched responses on real sockets (src/proxy/response-patch.ts `pumpPatch` and,
- * for a gzipped response, `PatchStream.feeds`; src/proxy/body-pump.ts): an upstream (or decoded) chunk
+ * for a gzipped response, `pumpCodedPatch`; src/proxy/body-pump.ts): an upstream (or decoded) chunk
  * is released once the patch has copied what it needs (it returned other bytes), never when the patch
  * passed it on as it came and the socket (or the encoder) may still be reading it. Distinct lists at once, slow readers, every byte compared with the whole-body patch.
  * The pass-through side: released-chunks.test.ts.

@@ -2,10 +2,10 @@
  * pumpPatch (src/proxy/response-patch.ts): the patched path for an uncoded body, with fake source and
  * target objects (no sockets).
  */
-import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { pumpPatch } from '../../../src/proxy/response-patch.ts';
 import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
+import { FakeSource, FakeTarget } from '../../helpers/pump-fakes.ts';
 
 /** Upper-cases every chunk; emits `!` at the end. */
 function upperPatch(): ResponsePatch & { destroyed: number } {
@@ -22,20 +22,6 @@ function upperPatch(): ResponsePatch & { destroyed: number } {
     },
     outcome: { kind: 'patched' } as PatchOutcome,
   };
-}
-
-class FakeSource extends EventEmitter {
-  paused = false;
-  destroyed = false;
-  pause() {
-    this.paused = true;
-  }
-  resume() {
-    this.paused = false;
-  }
-  destroy() {
-    this.destroyed = true;
-  }
 }
 
 /**
@@ -63,39 +49,6 @@ function reusingPatch(): ResponsePatch & { recycled: Buffer[] } {
     destroy() {},
     outcome: { kind: 'patched' } as PatchOutcome,
   };
-}
-
-/** A queued write: its bytes (as given), what they were when written, and its callback. */
-interface Queued {
-  bytes: Buffer;
-  copy: string;
-  callback: ((err?: Error | null) => void) | undefined;
-}
-
-class FakeTarget extends EventEmitter {
-  written: string[] = [];
-  headersSent = false;
-  destroyed = false;
-  writableFinished = false;
-  full = false;
-  /** Writes whose callback has not run: the socket still holds their bytes. */
-  queued: Queued[] = [];
-  write(chunk: Buffer, callback?: (err?: Error | null) => void) {
-    this.written.push(chunk.toString());
-    this.queued.push({ bytes: chunk, copy: chunk.toString(), callback });
-    return !this.full;
-  }
-  /** The socket wrote the oldest queued write: its bytes must still be those written. */
-  flushOne(err?: Error) {
-    const write = this.queued.shift();
-    if (write === undefined) throw new Error('nothing queued');
-    expect(write.bytes.toString()).toBe(write.copy);
-    write.callback?.(err);
-  }
-  end() {
-    this.writableFinished = true;
-    this.written.push('<end>');
-  }
 }
 
 function setUp() {

@@ -1,17 +1,10 @@
 /**
  * Writing the upstream's response (SPEC §6; RFC 9110 §8.8.1 weak validators, §12.5.5 Vary): the
- * response head for streamed and patched bodies, Vary merging, and the head-on-first-byte sink.
+ * response head for streamed and patched bodies, and Vary merging.
  */
-import { EventEmitter } from 'node:events';
-import { IncomingMessage, type ServerResponse } from 'node:http';
+import { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import {
-  ClientSink,
-  headerValue,
-  mergeVary,
-  responseHead,
-  weakEtag,
-} from '../../../src/proxy/response-writer.ts';
+import { headerValue, mergeVary, responseHead, weakEtag } from '../../../src/proxy/response-writer.ts';
 
 describe('mergeVary', () => {
   it.each<[string | undefined, string]>([
@@ -112,81 +105,6 @@ describe('responseHead', () => {
   it('with a Vary name and no upstream Vary: the name alone', () => {
     const head = responseHead({ rawHeaders: [], etag: undefined, vary: undefined }, [], false, 'V');
     expect(head).toEqual(['Vary', 'V']);
-  });
-});
-
-/** A ServerResponse stand-in recording what is written; `full` makes write() report backpressure. */
-class FakeResponse extends EventEmitter {
-  headersSent = false;
-  destroyed = false;
-  writableFinished = false;
-  full = false;
-  written: string[] = [];
-  ended = false;
-  write(chunk: Buffer): boolean {
-    this.written.push(chunk.toString());
-    return !this.full;
-  }
-  end(): void {
-    this.ended = true;
-  }
-}
-
-describe('ClientSink', () => {
-  const sinkFor = (res: FakeResponse) => {
-    let heads = 0;
-    const sink = new ClientSink(res as unknown as ServerResponse, () => {
-      heads++;
-      res.headersSent = true;
-    });
-    return { sink, heads: () => heads };
-  };
-
-  it('writes the head just before the first byte, once', async () => {
-    const res = new FakeResponse();
-    const { sink, heads } = sinkFor(res);
-    expect(heads()).toBe(0);
-    sink.write(Buffer.from('a'));
-    sink.write(Buffer.from('b'));
-    await new Promise<void>((resolve) => sink.end(resolve));
-    expect(heads()).toBe(1);
-    expect(res.written).toEqual(['a', 'b']);
-    expect(res.ended).toBe(true);
-  });
-
-  it('writes the head at the end of an empty body', async () => {
-    const res = new FakeResponse();
-    const { sink, heads } = sinkFor(res);
-    await new Promise<void>((resolve) => sink.end(resolve));
-    expect(heads()).toBe(1);
-    expect(res.ended).toBe(true);
-  });
-
-  it('waits for drain when the client is slow (backpressure)', async () => {
-    const res = new FakeResponse();
-    res.full = true;
-    const { sink } = sinkFor(res);
-    let called = false;
-    sink.write(Buffer.from('a'), () => {
-      called = true;
-    });
-    await new Promise((r) => setImmediate(r));
-    expect(called).toBe(false);
-    res.full = false;
-    res.emit('drain');
-    await new Promise((r) => setImmediate(r));
-    expect(called).toBe(true);
-  });
-
-  it('fails the pipeline when the client response closes while waiting', async () => {
-    const res = new FakeResponse();
-    res.full = true;
-    const { sink } = sinkFor(res);
-    const failed = new Promise<Error | null | undefined>((resolve) => sink.write(Buffer.from('a'), resolve));
-    sink.on('error', () => {});
-    res.destroyed = true;
-    res.emit('close');
-    expect(await failed).toBeInstanceOf(Error);
   });
 });
 
