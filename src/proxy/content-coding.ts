@@ -24,7 +24,7 @@ const zstdCompress = promisify(zlib.zstdCompress);
 export const ZSTD_WINDOW_LOG_MAX = 23;
 /**
  * Output buffer of a response's decoder and encoder, in bytes (64 KiB; zlib's default is 16 KiB). Each
- * buffer zlib fills is a thread-pool round trip and a chunk through the stages after it: measured on a
+ * buffer zlib fills is a thread-pool round trip and a chunk through the steps after it: measured on a
  * gzip upstream's 1.4 MB list patched for 32 concurrent legacy clients, 80 → 114 requests/s
  * (bench/RESULTS.md, ninth session), for 96 KiB more per response.
  */
