@@ -181,8 +181,8 @@ export interface PatchCodec {
  * on once the encoder has consumed it, and the patch's output buffer goes back to it then (`recycle`),
  * so a long response reuses one buffer (body-pump.ts `releaseChunk`).
  *
- * Measured on a gzip upstream's 1.4 MB list for 32 concurrent legacy clients (bench/RESULTS.md, ninth
- * session): 139–146 requests/s and a peak of +74/+75 MiB above idle, against 130–135 and +81/+83 for
+ * Measured on a gzip upstream's 1.4 MB list for 32 concurrent legacy clients, fresh shims alternating
+ * (bench/RESULTS.md, ninth session): 136–146 requests/s and a peak of +71 to +75 MiB above idle, against 130–135 and +81/+83 for
  * the `stream.pipeline` of decoder, patch stage, encoder and client sink it replaces (which also made
  * an AbortController per response).
  *
