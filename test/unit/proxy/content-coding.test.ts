@@ -11,6 +11,7 @@ import {
   decodeBody,
   encodeBody,
   looksLikeZlib,
+  RECODE_BROTLI_QUALITY,
   RECODE_ZLIB_LEVEL,
   type SupportedCoding,
   supportedCoding,
@@ -180,6 +181,28 @@ describe('streaming decoders and encoders', () => {
     expect(deflate[1]! >> 6).toBe(0);
     expect((await encodeBody(JSON_BODY, 'gzip'))[8]).toBe(4);
     expect((await encodeBody(JSON_BODY, 'deflate'))[1]! >> 6).toBe(0);
+  });
+
+  it('brotli re-encodes at quality 4 (RECODE_BROTLI_QUALITY): the same bytes as a one-shot encoder at 4', async () => {
+    expect(RECODE_BROTLI_QUALITY).toBe(4);
+    const input = Buffer.from(
+      JSON.stringify({ data: Array.from({ length: 300 }, (_, i) => ({ i, s: `v${i * 7}` })) }),
+    );
+    const at = (quality: number) =>
+      zlib.brotliCompressSync(input, {
+        params: { [zlib.constants.BROTLI_PARAM_QUALITY]: quality, [zlib.constants.BROTLI_PARAM_LGWIN]: 18 },
+      });
+    expect(at(4).equals(at(5))).toBe(false);
+    const streamed = Buffer.concat(await chunksOf(createEncoder('br')!, input));
+    expect(streamed.equals(at(4))).toBe(true);
+    // A rewritten request body (encodeBody): the same quality, with the body's size as the hint.
+    const whole = zlib.brotliCompressSync(input, {
+      params: {
+        [zlib.constants.BROTLI_PARAM_QUALITY]: 4,
+        [zlib.constants.BROTLI_PARAM_SIZE_HINT]: input.length,
+      },
+    });
+    expect((await encodeBody(input, 'br')).equals(whole)).toBe(true);
   });
 
   it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
