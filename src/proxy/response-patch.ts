@@ -182,9 +182,9 @@ export interface PatchCodec {
  * so a long response reuses one buffer (body-pump.ts `releaseChunk`).
  *
  * Measured on a gzip upstream's 1.4 MB list for 32 concurrent legacy clients, fresh shims alternating
- * (bench/RESULTS.md, ninth session): 136–146 requests/s and a peak of +71 to +75 MiB above idle, against 130–135 and +81/+83 for
- * the `stream.pipeline` of decoder, patch stage, encoder and client sink it replaces (which also made
- * an AbortController per response).
+ * (bench/RESULTS.md, ninth session): 136–146 requests/s and a peak of +71 to +75 MiB above idle,
+ * against 130–135 and +81/+83 for the `stream.pipeline` of decoder, patch stage, encoder and client
+ * sink it replaces (which also made an AbortController per response).
  *
  * @param codec The response's decoder and encoder; destroyed when the exchange is abandoned.
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
