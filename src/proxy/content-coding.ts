@@ -111,7 +111,8 @@ export async function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes
 }
 
 /**
- * Encodes a body with the coding it arrived in (gzip and deflate level 1, brotli quality 4, zstd level 3: the hot path stays cheap).
+ * Encodes a body with the coding it arrived in, as {@link createEncoder} does (gzip and deflate level 1,
+ * brotli quality 4, zstd level 3).
  * @returns The encoded bytes.
  */
 export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise<Buffer> {
@@ -161,10 +162,10 @@ export function createDecoder(coding: SupportedCoding): Transform | undefined {
 }
 
 /**
- * A streaming encoder with the coding the body arrived in (gzip and deflate level 1,
- * {@link RECODE_ZLIB_LEVEL}; brotli quality 4, {@link RECODE_BROTLI_QUALITY}, and zstd level 3, each with a 256 KiB window, to keep the
- * hot path and the per-response memory small; {@link CODING_CHUNK_BYTES} output buffers), or
- * `undefined` for identity.
+ * A streaming encoder with the coding the body arrived in, cheap for the hot path and small per
+ * response: gzip and deflate at level 1 ({@link RECODE_ZLIB_LEVEL}), brotli at quality 4
+ * ({@link RECODE_BROTLI_QUALITY}) and zstd at level 3, both with a 256 KiB window;
+ * {@link CODING_CHUNK_BYTES} output buffers. `undefined` for identity.
  */
 export function createEncoder(coding: SupportedCoding): Transform | undefined {
   switch (coding) {
