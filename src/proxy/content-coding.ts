@@ -111,7 +111,7 @@ export async function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes
 }
 
 /**
- * Encodes a body with the coding it arrived in, as {@link createEncoder} does (gzip and deflate level 1,
+ * Encodes a body with the coding it arrived in, at the levels of {@link createEncoder} (gzip and deflate level 1,
  * brotli quality 4, zstd level 3).
  * @returns The encoded bytes.
  */
