@@ -111,8 +111,8 @@ export async function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes
 }
 
 /**
- * Encodes a body with the coding it arrived in, at the levels of {@link createEncoder} (gzip and deflate level 1,
- * brotli quality 4, zstd level 3).
+ * Encodes a body with the coding it arrived in, at the levels of {@link createEncoder} (gzip and
+ * deflate level 1, brotli quality 4, zstd level 3).
  * @returns The encoded bytes.
  */
 export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise<Buffer> {
