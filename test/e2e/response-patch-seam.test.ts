@@ -312,10 +312,7 @@ describe('patched responses', () => {
     'respect backpressure (%s): a client that does not read pauses the upstream',
     async (coding, chunk) => {
       let written = 0;
-      let stalled: () => void = () => {};
-      const stalledOnce = new Promise<void>((resolve) => {
-        stalled = resolve;
-      });
+      const { promise: stalledOnce, resolve: stalled } = Promise.withResolvers<void>();
       const up = await upstream((_req, res) => {
         res.writeHead(200, {
           'content-type': 'text/plain',
@@ -579,10 +576,7 @@ describe('an upstream that dies mid-body on a patched route', () => {
     // The upstream sends half of a gzip body and dies only once the client has the response head,
     // which the shim writes with the first encoded byte.
     const encoded = zlib.gzipSync(noiseOf(512 * 1024));
-    let headReached: () => void = () => {};
-    const clientHasHead = new Promise<void>((resolve) => {
-      headReached = resolve;
-    });
+    const { promise: clientHasHead, resolve: headReached } = Promise.withResolvers<void>();
     const up = await upstream((_req, res) => {
       res.writeHead(200, {
         'content-type': 'text/plain',

@@ -68,10 +68,7 @@ function setUp(codec: PatchCodec, patch = recordingPatch()) {
     target.written.push('<head>');
   });
   const onEnd = vi.fn((_outcome: PatchOutcome) => target.written.push('<outcome>'));
-  let reported: () => void = () => {};
-  const errored = new Promise<void>((resolve) => {
-    reported = resolve;
-  });
+  const { promise: errored, resolve: reported } = Promise.withResolvers<void>();
   const onError = vi.fn((_err: Error) => reported());
   pumpCodedPatch(source, target, codec, patch, writeHead, onEnd, onError);
   return { source, target, patch, writeHead, onEnd, onError, errored };
