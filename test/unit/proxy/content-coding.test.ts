@@ -13,6 +13,7 @@ import {
   looksLikeZlib,
   RECODE_BROTLI_QUALITY,
   RECODE_ZLIB_LEVEL,
+  RECODE_ZSTD_LEVEL,
   type SupportedCoding,
   supportedCoding,
 } from '../../../src/proxy/content-coding.ts';
@@ -203,6 +204,28 @@ describe('streaming decoders and encoders', () => {
       },
     });
     expect((await encodeBody(input, 'br')).equals(whole)).toBe(true);
+  });
+
+  it('zstd re-encodes at level 1 (RECODE_ZSTD_LEVEL): the same bytes as zstd streams and one-shots at 1', async () => {
+    expect(RECODE_ZSTD_LEVEL).toBe(1);
+    const input = Buffer.from(
+      JSON.stringify({ data: Array.from({ length: 3000 }, (_, i) => ({ i, s: `v${i * 7}` })) }),
+    );
+    const options = (level: number) => ({
+      params: { [zlib.constants.ZSTD_c_compressionLevel]: level, [zlib.constants.ZSTD_c_windowLog]: 18 },
+    });
+    const streamedAt = async (level: number) =>
+      Buffer.concat(
+        await chunksOf(zlib.createZstdCompress({ ...options(level), chunkSize: CODING_CHUNK_BYTES }), input),
+      );
+    expect((await streamedAt(1)).equals(await streamedAt(3))).toBe(false);
+    const streamed = Buffer.concat(await chunksOf(createEncoder('zstd')!, input));
+    expect(streamed.equals(await streamedAt(1))).toBe(true);
+    // A rewritten request body (encodeBody): zlib's one-shot zstdCompress at the same level.
+    const oneShot = await new Promise<Buffer>((resolve, reject) =>
+      zlib.zstdCompress(input, options(1), (err, out) => (err ? reject(err) : resolve(out))),
+    );
+    expect((await encodeBody(input, 'zstd')).equals(oneShot)).toBe(true);
   });
 
   it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
