@@ -93,8 +93,10 @@ export function pumpBody(source: BodySource, target: BodyTarget): void {
 /**
  * Backpressure: returns a function to call when a write to `target` returned false; it pauses
  * `source` until `target` emits `drain`.
- * @param source What to pause (an `IncomingMessage`).
- * @param target What to wait for (a `ServerResponse` or a `ClientRequest`).
+ * @param source What to pause: an `IncomingMessage`, or a decoder or encoder (response-patch.ts
+ *   `pumpCodedPatch`).
+ * @param target What to wait for: a `ServerResponse`, a `ClientRequest`, or a decoder or encoder.
+ * @returns The function that pauses `source` until the next `drain`; it never throws.
  */
 export function pauseUntilDrain(
   source: Pick<BodySource, 'pause' | 'resume'>,

@@ -88,7 +88,10 @@ function whenWritten(patch: ResponsePatch, chunk: Buffer, bytes: Buffer): (err?:
   };
 }
 
-/** What {@link pumpPatch} writes to: the client's response (a `ServerResponse` in the shim). */
+/**
+ * What {@link pumpPatch} and {@link pumpCodedPatch} write to: the client's response (a `ServerResponse`
+ * in the shim).
+ */
 export interface PatchTarget {
   /** Queues `chunk`; `callback` runs once the socket has written it (with an error if it could not). */
   write(chunk: Buffer, callback?: (err?: Error | null) => void): boolean;
@@ -100,8 +103,8 @@ export interface PatchTarget {
 }
 
 /**
- * What {@link pumpPatch} reads from: the upstream's response body (an `IncomingMessage`), whose chunks
- * nothing else reads.
+ * What {@link pumpPatch} and {@link pumpCodedPatch} read from: the upstream's response body (an
+ * `IncomingMessage`), whose chunks nothing else reads.
  */
 export interface PatchSource {
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
@@ -123,11 +126,14 @@ export interface PatchSource {
  * one it passed on once the socket has written it (body-pump.ts `releaseChunk`): `source` must hand
  * its chunks to this function alone.
  *
+ * @param source The upstream's response body; destroyed when the client goes away.
+ * @param target The client's response.
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
  * @param writeHead Writes the response head; called once, before the first body byte.
  * @param onEnd Told the final outcome when the body ended, before the response ends.
  * @param onError The upstream failed mid-body while the client is still there (502/504 if nothing was
  *   sent, else an abort: the caller decides). Not called after the client went away.
+ * @throws Nothing of its own: failures reach `onError`.
  */
 export function pumpPatch(
   source: PatchSource,
@@ -186,6 +192,8 @@ export interface PatchCodec {
  * against 130–135 and +81/+83 for the `stream.pipeline` of decoder, patch stage, encoder and client
  * sink it replaces (which also made an AbortController per response).
  *
+ * @param source The upstream's response body (encoded); destroyed when the exchange is abandoned.
+ * @param target The client's response.
  * @param codec The response's decoder and encoder; destroyed when the exchange is abandoned.
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
  * @param writeHead Writes the response head; called once, before the first body byte.
@@ -193,6 +201,7 @@ export interface PatchCodec {
  * @param onError The upstream failed mid-body, or its body does not decode (zlib's `Z_*`, brotli's
  *   `ERR__*`, zstd's `ZSTD_error_*`), while the client is still there: 502/504 if nothing was sent,
  *   else an abort (the caller decides). Called once; not after the client went away.
+ * @throws Nothing of its own: failures reach `onError`.
  */
 export function pumpCodedPatch(
   source: PatchSource,

@@ -36,7 +36,10 @@ export const UPSTREAM_READ_BUFFER_BYTES = 64 * 1024;
 /** The read buffer, made at the first upstream connection. */
 let readBuffer: Buffer | undefined;
 
-/** The buffer every upstream socket reads into ({@link UPSTREAM_READ_BUFFER_BYTES}), made on first use. */
+/**
+ * The buffer every upstream socket reads into, made on first use.
+ * @returns The same {@link UPSTREAM_READ_BUFFER_BYTES}-byte buffer on every call, with memory of its own.
+ */
 export function upstreamReadBuffer(): Buffer {
   readBuffer ??= Buffer.allocUnsafeSlow(UPSTREAM_READ_BUFFER_BYTES);
   return readBuffer;
@@ -46,6 +49,7 @@ export function upstreamReadBuffer(): Buffer {
  * Whether `memory` is the buffer every upstream socket reads into: memory that must never be released
  * (body-pump.ts `releaseChunk` checks, in case a Node version hands out views of it instead of copies).
  * @param memory A chunk's `buffer`.
+ * @returns True when it is that buffer's memory. Never throws.
  */
 export function isUpstreamReadBuffer(memory: ArrayBufferLike): boolean {
   return readBuffer !== undefined && memory === readBuffer.buffer;

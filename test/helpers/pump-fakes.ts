@@ -1,6 +1,7 @@
 /**
- * Fake upstream responses and client responses for the patch pumps (src/proxy/response-patch.ts
- * `pumpPatch`, `pumpCodedPatch`): no sockets, every write and callback in the test's hands.
+ * Fake upstream responses and client responses for the pumps (src/proxy/response-patch.ts `pumpPatch`,
+ * `pumpCodedPatch`; the source also for body-pump.ts `pumpBody`): no sockets, every write and callback
+ * in the test's hands.
  */
 import { EventEmitter } from 'node:events';
 import { expect } from 'vitest';

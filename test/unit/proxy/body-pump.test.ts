@@ -8,6 +8,7 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { pumpBody, releaseChunk } from '../../../src/proxy/body-pump.ts';
 import { upstreamReadBuffer } from '../../../src/proxy/upstream-agent.ts';
+import { FakeSource } from '../../helpers/pump-fakes.ts';
 
 /** A chunk as Node's HTTP parser delivers one: memory of its own, exactly its size. */
 function ownChunk(text: string): Buffer {
@@ -68,16 +69,6 @@ describe('releaseChunk', () => {
     expect(readBuffer[readBuffer.length - 1]).toBe(7);
   });
 });
-
-class FakeSource extends EventEmitter {
-  paused = false;
-  pause() {
-    this.paused = true;
-  }
-  resume() {
-    this.paused = false;
-  }
-}
 
 /** A socket-like target: writes stay queued (their memory in use) until `flushOne`. */
 class FakeTarget extends EventEmitter {
