@@ -575,3 +575,86 @@ describe('JsonStreamScanner — windows, turns and limits of the WebAssembly sca
     expect(() => new KeyNames(['x'.repeat(MAX_KEY_NAME_BYTES + 1)])).toThrow(/at most/);
   });
 });
+
+describe('JsonStreamScanner — the compact path (no whitespace between tokens) against the byte-by-byte states', () => {
+  // A text without whitespace goes through json-scan.c's `walk`, whose strings come from 64-byte blocks of
+  // string stops; cut into one-byte chunks, the same text goes through the states alone (`walk` hands
+  // over at every window end). Shifting the text by 0–63 bytes of leading whitespace moves every token
+  // across a block edge once.
+  const names = new KeyNames(['tags', 'metadata']);
+  const everyByte = (text: Buffer) => Array.from({ length: text.length }, (_, k) => k);
+  const shifted = (shift: number, text: string | Buffer) =>
+    Buffer.concat([Buffer.alloc(shift, 0x20), Buffer.isBuffer(text) ? text : Buffer.from(text)]);
+
+  /** One record with every shape `walk` takes: names, string, number and literal values, nesting, UTF-8. */
+  const record = (k: number) =>
+    `{"uuid":"c1000000-0000-4000-8000-${String(k).padStart(12, '0')}","tags":[{"n":"é東🚀","v":-${k}.5e+3},` +
+    `{"n":"a\\"b\\u00e9","v":0}],"metadata":{"a":true,"b":false,"c":null,"d":[],"e":{}},"x":[1,"y",[{}]],"z":{"tags":7}}`;
+  const list = `[${Array.from({ length: 12 }, (_, k) => record(k)).join(',')}]`;
+
+  it('reports the same members at every block offset as the states do', () => {
+    for (let shift = 0; shift < 64; shift++) {
+      const text = shifted(shift, list);
+      const whole = scanCut(text, [], names);
+      expect(whole.status).toBe(SCAN_OK);
+      // Per record: `tags` (member, value, end of its object), `metadata` (member, value), then the
+      // last member of `z`, `tags` (member, value before its `}`, end).
+      expect(whole.events).toHaveLength(12 * 8);
+      expect(whole.events[0]).toBe(`member 2 0 ${shift + list.indexOf('"tags":') + 7}`);
+      expect(scanCut(text, everyByte(text), names)).toEqual(whole);
+    }
+  });
+
+  it.each([
+    ['{"a":"b"x}', 8, /expected ',' or '}' but found 'x'/],
+    ['{"a":"b\u0001"}', 7, /unescaped control character/],
+    ['{"a":"b\\q"}', 7, /invalid escape sequence/],
+    ['{"a":tru}', 5, /expected a JSON value but found 't'/],
+    ['{"a":nul}', 5, /expected a JSON value but found 'n'/],
+    ['{"a":fals}', 5, /expected a JSON value but found 'f'/],
+    ['{"a":-}', 6, /expected a digit/],
+    ['{"a":1.}', 7, /expected a digit after '\.'/],
+    ['{"a":[1,]}', 8, /expected a JSON value but found '\]'/],
+    ['{"a":{"b":1]}', 11, /expected ',' or '}' but found '\]'/],
+    ['{"tags":"x"]', 11, /expected ',' or '}' but found '\]'/],
+    ['{"tags"1}', 7, /expected ':' after the key but found '1'/],
+    ['{"a":"b","c"}', 12, /expected ':' after the key but found '}'/],
+    ['{"a":"b",1}', 9, /expected a string key but found '1'/],
+    ['[{"a":"b"}]]', 11, /unexpected '\]' after the JSON value/],
+  ])('rejects %j at the same byte at every block offset', (text, offset, message) => {
+    for (let shift = 0; shift < 64; shift++) {
+      const bytes = shifted(shift, text);
+      const whole = scanCut(bytes, [], names);
+      expect(whole.status).toBe(SCAN_INVALID);
+      expect(whole.error?.offset).toBe(shift + offset);
+      expect(whole.error?.message).toMatch(message);
+      expect(scanCut(bytes, everyByte(bytes), names)).toEqual(whole);
+    }
+  });
+
+  it('checks multi-byte characters that straddle a block edge, valid and not', () => {
+    // 2-, 3- and 4-byte sequences across every offset of a block edge; then one invalid sequence
+    // (a surrogate, an overlong form, a lone continuation byte, a truncated sequence) at each offset.
+    const valid = Buffer.from(`{"k":"${'é東🚀'.repeat(12)}"}`);
+    const invalid: [number[], string][] = [
+      [[0xed, 0xa0, 0x80], 'surrogate'],
+      [[0xc0, 0xaf], 'overlong'],
+      [[0x80], 'continuation'],
+      [[0xe6, 0x9d], 'truncated'],
+    ];
+    for (let shift = 0; shift < 64; shift++) {
+      const text = shifted(shift, valid);
+      const whole = scanCut(text, [], names);
+      expect(whole.status).toBe(SCAN_OK);
+      expect(scanCut(text, everyByte(text), names)).toEqual(whole);
+      for (const [sequence] of invalid) {
+        const bad = shifted(shift, Buffer.from([...Buffer.from('{"k":"ab'), ...sequence, ...Buffer.from('cd"}')]));
+        const result = scanCut(bad, [], names);
+        expect(result.status).toBe(SCAN_INVALID);
+        expect(result.error?.offset).toBe(shift + 8);
+        expect(result.error?.message).toMatch(/invalid UTF-8/);
+        expect(scanCut(bad, everyByte(bad), names)).toEqual(result);
+      }
+    }
+  });
+});
