@@ -648,7 +648,10 @@ describe('JsonStreamScanner — the compact path (no whitespace between tokens) 
       expect(whole.status).toBe(SCAN_OK);
       expect(scanCut(text, everyByte(text), names)).toEqual(whole);
       for (const [sequence] of invalid) {
-        const bad = shifted(shift, Buffer.from([...Buffer.from('{"k":"ab'), ...sequence, ...Buffer.from('cd"}')]));
+        const bad = shifted(
+          shift,
+          Buffer.from([...Buffer.from('{"k":"ab'), ...sequence, ...Buffer.from('cd"}')]),
+        );
         const result = scanCut(bad, [], names);
         expect(result.status).toBe(SCAN_INVALID);
         expect(result.error?.offset).toBe(shift + 8);
