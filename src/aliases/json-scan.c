@@ -361,6 +361,29 @@ static int32_t string_bytes(const uint8_t *p, int32_t i, int32_t n) {
 }
 
 /*
+ * A string stop other than the closing quote at p[i], whole in the window: a backslash, a control byte
+ * or a non-ASCII byte. Returns the offset after its escape or UTF-8 sequence, -1 on an error, or -3 when
+ * the escape or sequence may run past the window's end n (the caller goes on byte by byte,
+ * string_bytes). Sets `escaped` at a backslash.
+ */
+static inline __attribute__((always_inline)) int32_t string_stop(const uint8_t *p, int32_t i, int32_t n) {
+  uint32_t c = p[i];
+  if (c == '\\') {
+    escaped = 1;
+    if (i + 6 > n) return -3;
+    uint32_t e = p[i + 1];
+    if (is_simple_escape(e)) return i + 2;
+    if (e == 'u' && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) return i + 6;
+    return fail(ERR_ESCAPE, i);
+  }
+  if (c < 0x20) return fail(ERR_CONTROL, i);
+  if (i + 4 > n) return -3;
+  int32_t length = utf8_length(p, i);
+  if (length == 0) return fail(ERR_UTF8, i);
+  return i + length;
+}
+
+/*
  * String bytes from i (plain sub-state) to the closing quote: plain bytes by skip_plain, escapes and
  * UTF-8 sequences checked whole where the window holds them, else byte by byte (string_bytes).
  * Returns as string_bytes does.
@@ -380,25 +403,10 @@ static inline __attribute__((always_inline)) int32_t scan_string(const uint8_t *
     }
     uint32_t c = p[i];
     if (c == '"') return i + 1;
-    if (c == '\\') {
-      escaped = 1;
-      if (i + 6 > n) break;
-      uint32_t e = p[i + 1];
-      if (is_simple_escape(e)) {
-        i += 2;
-      } else if (e == 'u' && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) {
-        i += 6;
-      } else {
-        return fail(ERR_ESCAPE, i);
-      }
-    } else if (c < 0x20) {
-      return fail(ERR_CONTROL, i);
-    } else {
-      if (i + 4 > n) break;
-      int32_t length = utf8_length(p, i);
-      if (length == 0) return fail(ERR_UTF8, i);
-      i += length;
-    }
+    int32_t r = string_stop(p, i, n);
+    if (r == -1) return -1;
+    if (r == -3) break;
+    i = r;
   }
   st.str_sub = STR_PLAIN;
   return string_bytes(p, i, n);
@@ -470,25 +478,10 @@ static inline __attribute__((always_inline)) int32_t block_string(const uint8_t 
       st.str_sub = STR_PLAIN;
       return -2;
     }
-    if (c == '\\') {
-      escaped = 1;
-      if (i + 6 > n) break;
-      uint32_t e = p[i + 1];
-      if (is_simple_escape(e)) {
-        i += 2;
-      } else if (e == 'u' && is_hex(p[i + 2]) && is_hex(p[i + 3]) && is_hex(p[i + 4]) && is_hex(p[i + 5])) {
-        i += 6;
-      } else {
-        return fail(ERR_ESCAPE, i);
-      }
-    } else if (c < 0x20) {
-      return fail(ERR_CONTROL, i);
-    } else {
-      if (i + 4 > n) break;
-      int32_t length = utf8_length(p, i);
-      if (length == 0) return fail(ERR_UTF8, i);
-      i += length;
-    }
+    int32_t r = string_stop(p, i, n);
+    if (r == -1) return -1;
+    if (r == -3) break;
+    i = r;
   }
   st.str_sub = STR_PLAIN;
   return string_bytes(p, i, n);
