@@ -40,7 +40,7 @@
 
 /* Must match json-scan.ts. */
 #define WINDOW 65536       /* most bytes scanned per call */
-#define PAD 64             /* zero bytes after the window: skip_plain's 48-byte loads stay inside */
+#define PAD 64             /* zero bytes after the window: the 48- and 64-byte loads stay inside */
 #define MAX_EVENTS 4096    /* events per call; `scan` returns EVENTS_FULL before it could overflow */
 #define MAX_NAMES 256      /* reported member names */
 #define NAME_BYTES 16384   /* their UTF-8 bytes, together */
