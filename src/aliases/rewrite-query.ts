@@ -12,17 +12,41 @@ export interface QueryRewriteResult {
   readonly aliasesUsed: string[];
 }
 
+/** Length of a raw `[` (1) or `%5B` (3) at `at`, else 0. */
+function openBracket(key: string, at: number): number {
+  if (key.charCodeAt(at) === 0x5b) return 1;
+  return key.charCodeAt(at) === 0x25 && key[at + 1] === '5' && (key[at + 2] === 'B' || key[at + 2] === 'b')
+    ? 3
+    : 0;
+}
+
+/** Length of a raw `]` (1) or `%5D` (3) at `at`, else 0. */
+function closeBracket(key: string, at: number): number {
+  if (key.charCodeAt(at) === 0x5d) return 1;
+  return key.charCodeAt(at) === 0x25 && key[at + 1] === '5' && (key[at + 2] === 'D' || key[at + 2] === 'd')
+    ? 3
+    : 0;
+}
+
 /**
- * Where the base name of a raw key ends: before the first `[` or its encoded form `%5B`, which starts a
- * bracket suffix (`tags[]`, `tags[x]`, `tags%5B%5D`) as qs-style parsers read it.
+ * Where the base name of a raw key lies, as qs-style parsers (Express's extended query parser) read
+ * it: before the first `[` or its encoded form `%5B`, which starts a bracket suffix (`tags[]`, `tags[x]`,
+ * `tags%5B%5D`); or, for a key that starts with a bracket, inside that first bracket pair (`[tags]`,
+ * `%5Btags%5D`, `[tags][]` are all `tags` to qs). A leading bracket that is not closed before another
+ * opens, or not at all, leaves the whole key as the name (qs reads it so).
+ * @returns `[start, end)` of the raw base name in `key`.
  */
-function baseNameEnd(key: string): number {
-  for (let j = 0; j < key.length; j++) {
-    const c = key.charCodeAt(j);
-    if (c === 0x5b) return j;
-    if (c === 0x25 && key[j + 1] === '5' && (key[j + 2] === 'B' || key[j + 2] === 'b')) return j;
+function baseName(key: string): [start: number, end: number] {
+  const open = openBracket(key, 0);
+  if (open > 0) {
+    for (let j = open; j < key.length; j++) {
+      if (openBracket(key, j) > 0) break;
+      if (closeBracket(key, j) > 0) return [open, j];
+    }
+    return [0, key.length];
   }
-  return key.length;
+  for (let j = 0; j < key.length; j++) if (openBracket(key, j) > 0) return [0, j];
+  return [0, key.length];
 }
 
 /** Percent-decodes a raw base name; `undefined` when it is not valid percent-encoded UTF-8. */
@@ -37,8 +61,8 @@ function decodeName(raw: string): string | undefined {
 
 /**
  * Rewrites the parameter names of a raw query string. A parameter's name is its key up to the first `[`,
- * after percent-decoding (`t%61gs`, `tags[]`, `tags[x]` and `tags%5B%5D` are all forms of `tags`); names
- * match case-sensitively. For each rename: when any form of the canonical name is present, every form of
+ * or inside a leading `[…]`, after percent-decoding (`t%61gs`, `tags[]`, `tags[x]`, `tags%5B%5D`,
+ * `[tags]` and `%5Btags%5D` are all forms of `tags`, as qs reads them); names match case-sensitively. For each rename: when any form of the canonical name is present, every form of
  * the alias is dropped with one `&`; otherwise every alias form has its base-name bytes replaced by the
  * canonical name, keeping the raw suffix (`tags%5B%5D=v` → `metadataByTypeUuid%5B%5D=v`). All other
  * bytes — values, other parameters, empty pieces (`a=1&&b=2`), encodings — stay exactly as sent; the
@@ -59,14 +83,14 @@ export function rewriteQuery(renames: readonly AliasRename[], rawQuery: string):
   }
 
   const pieces = rawQuery.split('&');
-  const baseEnds = new Array<number>(pieces.length);
+  const bases = new Array<[start: number, end: number]>(pieces.length);
   const names = new Array<string | undefined>(pieces.length);
   for (let p = 0; p < pieces.length; p++) {
     const piece = pieces[p]!;
     const eq = piece.indexOf('=');
-    const end = baseNameEnd(eq < 0 ? piece : piece.slice(0, eq));
-    baseEnds[p] = end;
-    names[p] = decodeName(piece.slice(0, end));
+    const base = baseName(eq < 0 ? piece : piece.slice(0, eq));
+    bases[p] = base;
+    names[p] = decodeName(piece.slice(base[0], base[1]));
   }
 
   const aliasesUsed: string[] = [];
@@ -80,7 +104,10 @@ export function rewriteQuery(renames: readonly AliasRename[], rawQuery: string):
     for (let p = 0; p < pieces.length; p++) {
       if (names[p] !== alias) continue;
       if (canonicalPresent) dropped[p] = 1;
-      else pieces[p] = canonical + pieces[p]!.slice(baseEnds[p]);
+      else {
+        const [start, end] = bases[p]!;
+        pieces[p] = pieces[p]!.slice(0, start) + canonical + pieces[p]!.slice(end);
+      }
     }
   }
   if (!changed) return { query: rawQuery, aliasesUsed };

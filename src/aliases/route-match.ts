@@ -24,6 +24,8 @@ export interface RouteMatcher {
   /**
    * Finds the route of a request.
    * @param method Request method as sent (HTTP methods are case-sensitive; real clients send upper case).
+   *   A `HEAD` matches the `GET` rows (RFC 9110 §9.3.2: the upstream answers it as the GET, so its
+   *   query is renamed as the GET's would be).
    * @param path Origin-form path without the query, not percent-decoded.
    * @returns The route, or `undefined` when no row applies.
    */
@@ -94,7 +96,7 @@ export function compileRoutes(table: readonly AliasRow[] = ALIAS_TABLE): RouteMa
 
   return {
     match(method: string, path: string): AliasRoute | undefined {
-      const list = byMethod.get(method);
+      const list = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
       if (list === undefined) return undefined;
       for (const { pattern, route } of list) {
         if (pattern.test(path)) return route;

@@ -16,16 +16,28 @@ const RENAMES: readonly AliasRename[] = [
   { canonical: 'metadataTypeUUID', alias: 'tagTypeUUID' },
 ];
 
-/** The documented name of a piece: its key up to `[` or `%5B`, percent-decoded (undefined if malformed). */
-function nameOf(piece: string): { name: string | undefined; end: number } {
+/**
+ * The documented name of a piece: its key up to `[` or `%5B`, or what a leading `[…]` (`%5B…%5D`)
+ * holds when it closes before another opens; percent-decoded (undefined if malformed). `start`/`end`:
+ * where the raw name lies in the piece.
+ */
+function nameOf(piece: string): { name: string | undefined; start: number; end: number } {
   const eq = piece.indexOf('=');
   const key = eq === -1 ? piece : piece.slice(0, eq);
-  const m = /\[|%5b/i.exec(key);
-  const end = m ? m.index : key.length;
+  const leading = /^(\[|%5b)((?:(?!\[|%5b|\]|%5d).)*)(\]|%5d)/i.exec(key);
+  let start = 0;
+  let end = key.length;
+  if (leading) {
+    start = leading[1]!.length;
+    end = start + leading[2]!.length;
+  } else if (!/^(\[|%5b)/i.test(key)) {
+    const m = /\[|%5b/i.exec(key);
+    if (m) end = m.index;
+  }
   try {
-    return { name: decodeURIComponent(key.slice(0, end)), end };
+    return { name: decodeURIComponent(key.slice(start, end)), start, end };
   } catch {
-    return { name: undefined, end };
+    return { name: undefined, start, end };
   }
 }
 
@@ -38,6 +50,12 @@ const NAME = fc.constantFrom(
   'tags%5B%5D',
   'tags[]',
   'tags[x]',
+  '[tags]',
+  '%5Btags%5D',
+  '[tags][]',
+  '[t%61gs]x',
+  '[ta[gs]',
+  '[tags',
   '%74ags',
   'Tags',
   'tag',
@@ -58,7 +76,7 @@ const query = fc.oneof(
     .array(fc.tuple(NAME, fc.option(VALUE)), { maxLength: 8 })
     .map((ps) => ps.map(([n, v]) => (v === null ? n : `${n}=${v}`)).join('&')),
   fc.string({ unit: anyCodePoint, maxLength: 80 }),
-  fc.string({ unit: fc.constantFrom(...'tags[]=&%5BbD'.split('')), maxLength: 30 }),
+  fc.string({ unit: fc.constantFrom(...'tags[]=&%5BbDd'.split('')), maxLength: 30 }),
 );
 
 describe('rewriteQuery under fuzzing', () => {
@@ -87,7 +105,7 @@ describe('rewriteQuery under fuzzing', () => {
           const names = inPieces.map((p) => nameOf(p).name);
           let j = 0;
           for (const piece of inPieces) {
-            const { name, end } = nameOf(piece);
+            const { name, start, end } = nameOf(piece);
             const rename = RENAMES.find((r) => r.alias === name);
             if (!rename) {
               expect(outPieces[j++], q).toBe(piece);
@@ -95,7 +113,7 @@ describe('rewriteQuery under fuzzing', () => {
             }
             expect(aliasesUsed).toContain(rename.alias);
             if (names.includes(rename.canonical)) continue; // canonical wins: dropped
-            expect(outPieces[j++], q).toBe(rename.canonical + piece.slice(end));
+            expect(outPieces[j++], q).toBe(piece.slice(0, start) + rename.canonical + piece.slice(end));
           }
           if (out !== '' || q !== '') expect(j, q).toBe(out === '' && j === 0 ? 0 : outPieces.length);
         }),

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import qs from 'qs';
 import { describe, expect, it } from 'vitest';
 import { rewriteQuery } from '../../../src/aliases/rewrite-query.ts';
 import { compileRoutes } from '../../../src/aliases/route-match.ts';
@@ -41,6 +42,12 @@ describe('rewriteQuery — forms of a name', () => {
     ['%74%61%67%73[]=v', 'metadataByTypeUuid[]=v'],
     ['tags=a=b&x=%ZZ', 'metadataByTypeUuid=a=b&x=%ZZ'],
     ['tags=%E2%9C%93+%20&a=1&&b=2&', 'metadataByTypeUuid=%E2%9C%93+%20&a=1&&b=2&'],
+    // A key that starts with a bracket pair names what is inside it (qs: `[tags]` is `tags`).
+    ['[tags]=v', '[metadataByTypeUuid]=v'],
+    ['%5Btags%5D=v', '%5BmetadataByTypeUuid%5D=v'],
+    ['%5btags]=v', '%5bmetadataByTypeUuid]=v'],
+    ['[tags][]=a&[tags][]=b', '[metadataByTypeUuid][]=a&[metadataByTypeUuid][]=b'],
+    ['[t%61gs]x=v', '[metadataByTypeUuid]x=v'],
   ])('%s → %s', (input, output) => {
     expect(rewrite(input)).toEqual({ query: output, aliasesUsed: ['tags'] });
   });
@@ -57,6 +64,11 @@ describe('rewriteQuery — forms of a name', () => {
     '%E2%28=1',
     'ta+gs=a',
     'tags%5D=a',
+    '[tags=a', // a leading bracket never closed
+    '[ta[gs]=a', // … or closed only after another opens: qs reads `[ta` then `[gs]`
+    '[]tags=a',
+    'x[tags]=a', // nested under x
+    '[Tags]=a',
     '',
     '&&',
   ])('%j is not the alias: the identical string comes back', (input) => {
@@ -75,6 +87,8 @@ describe('rewriteQuery — canonical wins', () => {
     ['a=1&&tags=2&metadataByTypeUuid=3', 'a=1&&metadataByTypeUuid=3'],
     ['tags=1&&metadataByTypeUuid=3', '&metadataByTypeUuid=3'],
     ['metadataByTypeUuid', 'metadataByTypeUuid'],
+    ['tags=U1&[metadataByTypeUuid]=U2', '[metadataByTypeUuid]=U2'],
+    ['%5Btags%5D=a&metadataByTypeUuid[]=b', 'metadataByTypeUuid[]=b'],
   ])('%s → %s', (input, output) => {
     expect(rewrite(input).query).toBe(output);
   });
@@ -136,6 +150,52 @@ describe('rewriteQuery — properties', () => {
         if (canonical(q).length > 0) expect(canonical(rewrite(q).query)).toEqual(canonical(q));
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  /**
+   * What Express's extended query parser (qs, the reference backend's) reads from a query once the
+   * rename is done: the alias's value under the canonical name, or only the canonical when both were
+   * sent (SPEC §5).
+   */
+  const renamedByQs = (q: string) => {
+    const parsed: Record<string, unknown> = qs.parse(q);
+    if (Object.hasOwn(parsed, 'tags')) {
+      if (!Object.hasOwn(parsed, 'metadataByTypeUuid')) parsed.metadataByTypeUuid = parsed.tags;
+      delete parsed.tags;
+    }
+    return parsed;
+  };
+
+  it('agrees with qs: the rewritten query parses as the original with the alias renamed or dropped', () => {
+    const key = fc.constantFrom(
+      'tags',
+      't%61gs',
+      'tags[]',
+      'tags%5B%5D',
+      'tags[k]',
+      '[tags]',
+      '%5Btags%5D',
+      '[tags][]',
+      '[t%61gs]',
+      '[tags]x',
+      'metadataByTypeUuid',
+      '[metadataByTypeUuid]',
+      'metadataByTypeUuid[]',
+      'x[tags]',
+      '[take]',
+      'take',
+      'Tags',
+    );
+    const value = fc.constantFrom('', 'a', 'b%20c', '1');
+    const pieces = fc.array(fc.tuple(key, fc.option(value, { nil: undefined })), { maxLength: 6 });
+    fc.assert(
+      fc.property(pieces, (ps) => {
+        // Keys of one shape only per name: qs merges `tags=a` and `tags[k]=b` in ways that depend on order.
+        const q = ps.map(([k, v]) => (v === undefined ? k : `${k}=${v}`)).join('&');
+        expect(qs.parse(rewrite(q).query)).toEqual(renamedByQs(q));
+      }),
+      { numRuns: 2000 },
     );
   });
 

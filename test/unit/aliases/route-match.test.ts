@@ -41,6 +41,22 @@ describe('compileRoutes().match — every request row of the table', () => {
     });
   });
 
+  it('matches a HEAD with the GET rows (RFC 9110 §9.3.2: answered as the GET), and no other method', () => {
+    expect(matcher.match('HEAD', '/files')).toBe(matcher.match('GET', '/files'));
+    expect(matcher.match('HEAD', '/files')?.query).toContainEqual({
+      canonical: 'metadataByTypeUuid',
+      alias: 'tags',
+    });
+    // Only a HEAD borrows the GET rows, and a HEAD row of its own would win.
+    expect(matcher.match('OPTIONS', '/files')).toBeUndefined();
+    expect(matcher.match('HEAD', '/missions')).toBeUndefined();
+    const own = compileRoutes([
+      { where: 'query', method: 'GET', path: '/x', canonical: 'a', alias: 'b' },
+      { where: 'query', method: 'HEAD', path: '/x', canonical: 'c', alias: 'd' },
+    ]);
+    expect(own.match('HEAD', '/x')?.query).toEqual([{ canonical: 'c', alias: 'd' }]);
+  });
+
   it('keeps body and query routes of the same path apart by method', () => {
     expect(matcher.match('PUT', '/projects/p/metadata-types')).toMatchObject({
       body: [{ canonical: 'metadataTypeUUIDs', alias: 'tagTypeUUIDs' }],
