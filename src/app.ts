@@ -175,8 +175,13 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       const headers = responseHeaders(state, undefined);
       const retryAfter = REJECTION_RETRY_AFTER[err.reason];
       if (retryAfter !== undefined) headers.push('Retry-After', String(retryAfter));
-      // A body the shim stopped reading (budget, timeout) will not be drained: close the connection.
-      const unread = hasLargeUnreadBody(req) || (!req.complete && STOPPED_READING.has(err.reason));
+      // A body the shim stopped reading (budget, timeout) will not be drained, and a head the hygiene
+      // gate refused may not be where the client thinks it is: close the connection (as nginx closes
+      // after a 400), so that nothing pipelined after it is handled (RFC 9112 §9.6).
+      const unread =
+        err.reason === 'hygiene' ||
+        hasLargeUnreadBody(req) ||
+        (!req.complete && STOPPED_READING.has(err.reason));
       if (STOPPED_READING.has(err.reason)) {
         logger.warn({ path: state.exchange.path, rejection: err.reason }, err.message);
       }

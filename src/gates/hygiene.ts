@@ -112,22 +112,44 @@ const HOST = /^(?:(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*|\[([^\]]*)\])
 const IP_FUTURE = /^v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+$/;
 
 /**
- * Checks the `Host` header's value (RFC 9112 §3.2: a server MUST answer 400 to a Host with an invalid
- * field value). The shim forwards `Host` and copies it into `X-Forwarded-Host`, where an upstream may
- * build links and redirects from it (`Host: evil.test/x`, `Host: a@evil.test`): only a host and port
- * pass.
- * @param host The parsed `Host` header (Node keeps the first; {@link checkSingleHost} refuses a second);
- *   absent (an HTTP/1.0 request) passes.
- * @returns `undefined` when valid or absent, else the message for a 400.
+ * Checks the `Host` header (RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without
+ * Host, or with a Host of an invalid field value). The shim forwards `Host` and copies it into
+ * `X-Forwarded-Host`, where an upstream may build links and redirects from it (`Host: evil.test/x`,
+ * `Host: a@evil.test`): only a host and port pass.
+ * @param host The parsed `Host` header (Node keeps the first; {@link checkSingleHost} refuses a second).
+ * @param httpVersion The request's version, e.g. `1.1`: without `Host`, only HTTP/1.0 passes (its
+ *   clients, such as load-balancer health checks, may omit it).
+ * @returns `undefined` when valid (or absent from an HTTP/1.0 request), else the message for a 400.
  */
-export function checkHost(host: string | undefined): string | undefined {
-  if (host === undefined) return undefined;
+export function checkHost(host: string | undefined, httpVersion = '1.1'): string | undefined {
+  if (host === undefined) {
+    return httpVersion === '1.0' || httpVersion === '0.9'
+      ? undefined
+      : 'An HTTP/1.1 request must carry a Host header (RFC 9112 §3.2).';
+  }
   const m = HOST.exec(host);
   if (m !== null) {
     const literal = m[1];
     if (literal === undefined || isIPv6(literal) || IP_FUTURE.test(literal)) return undefined;
   }
   return 'The Host header must be a host name or address with an optional port (RFC 9110 §7.2).';
+}
+
+/** `100-continue` as a member of an `Expect` value, as Node's server recognizes it. */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/**
+ * Checks the `Expect` header (RFC 9110 §10.1.1): `100-continue` is the only expectation defined, and
+ * a server MAY answer any other with 417. An HTTP/1.0 request's `Expect` is ignored (§10.1.1: a server
+ * MUST ignore a 100-continue expectation in HTTP/1.0; Node does not act on it either).
+ * @param expect The `Expect` header, absent for most requests.
+ * @param httpVersion The request's version, e.g. `1.1`.
+ * @returns `undefined` when there is nothing to refuse, else the message for a 417.
+ */
+export function checkExpectation(expect: string | undefined, httpVersion = '1.1'): string | undefined {
+  if (expect === undefined || httpVersion === '1.0' || httpVersion === '0.9' || CONTINUE.test(expect))
+    return undefined;
+  return 'The only expectation this proxy meets is "Expect: 100-continue" (RFC 9110 §10.1.1).';
 }
 
 /**
@@ -142,7 +164,7 @@ export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
  * The hygiene gate for one request.
  * @param rawHeaders The raw header list, for {@link checkSingleHost} (skipped when omitted).
  * @param httpVersion The request's version, for {@link checkFraming} (default `1.1`).
- * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
+ * @throws {ShimError} `hygiene` (400), `expectation` (417) or `upgrade` (501).
  */
 export function assertHygiene(
   target: string,
@@ -157,13 +179,15 @@ export function assertHygiene(
     checkRequestTarget(target) ??
     checkFraming(headers, httpVersion) ??
     checkSingleHost(rawHeaders) ??
-    checkHost(headers.host);
+    checkHost(headers.host, httpVersion);
   if (problem) throw new ShimError('hygiene', problem);
+  const expectation = checkExpectation(headers.expect, httpVersion);
+  if (expectation) throw new ShimError('expectation', expectation);
 }
 
 /**
  * The hygiene gate: {@link assertHygiene} on the raw request target, headers, raw headers and version.
- * @throws {ShimError} `hygiene` (400) or `upgrade` (501).
+ * @throws {ShimError} `hygiene` (400), `expectation` (417) or `upgrade` (501).
  */
 export const hygieneGate: Gate = (req) => {
   assertHygiene(req.url ?? '', req.headers, req.rawHeaders, req.httpVersion);

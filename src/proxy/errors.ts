@@ -8,6 +8,7 @@ import { STATUS_CODES } from 'node:http';
 /** Why the shim answered itself; bounded, used as a metric label. */
 export type RejectionReason =
   | 'hygiene'
+  | 'expectation'
   | 'upgrade'
   | 'version'
   | 'credentials'
@@ -24,6 +25,7 @@ export type RejectionReason =
 /** Status code per rejection reason (SPEC §3, §4, §5). */
 export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Object.freeze({
   hygiene: 400,
+  expectation: 417,
   upgrade: 501,
   version: 426,
   credentials: 401,

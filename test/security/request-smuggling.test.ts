@@ -330,3 +330,108 @@ describe.concurrent('an upstream that answers before the request body is complet
     expect(post?.body).toBe(HIDDEN);
   });
 });
+
+/** Request-log paths of a stack (one line per request the pipeline handled). */
+const loggedPaths = (stack: Stack) =>
+  stack
+    .logs()
+    .map((l) => (l.req as { path?: string } | undefined)?.path)
+    .filter((p): p is string => p !== undefined);
+
+/** Waits until the stack's front server has no connection left: every request on them has logged. */
+async function allClosed(stack: Stack): Promise<void> {
+  const connections = () =>
+    new Promise<number>((resolve, reject) =>
+      stack.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+    );
+  await waitFor(async () => (await connections()) === 0, { what: 'the connections to close' });
+}
+
+/** A complete, admitted request that must never run: it follows a response that closes the connection. */
+const SMUGGLED = `POST /smuggled HTTP/1.1\r\n${AUTH}Content-Length: 2\r\n\r\nhi`;
+
+describe.concurrent('requests pipelined behind a response that closes the connection (RFC 9112 §9.6)', () => {
+  it.each([
+    [
+      'an HTTP/1.0 request with Transfer-Encoding',
+      `POST /first HTTP/1.0\r\n${AUTH}Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+      400,
+    ],
+    [
+      'Transfer-Encoding: identity, chunked',
+      `POST /first HTTP/1.1\r\n${AUTH}Transfer-Encoding: identity, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+      400,
+    ],
+    [
+      'a chunked POST without credentials',
+      `POST /first HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+      401,
+    ],
+    ['an HTTP/1.1 request without Host', 'GET /first HTTP/1.1\r\nService-Client-Version: 1.0.0\r\n\r\n', 400],
+    ['a request that asks to close', `GET /first HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`, 200],
+    ['an HTTP/1.0 request without keep-alive', `GET /first HTTP/1.0\r\n${AUTH}\r\n`, 200],
+  ])('after %s: one response, and the smuggled request is never handled', async (_name, first, status) => {
+    const { upstream, stack } = await stackWithRecorder();
+    const raw = await sendRawUntilClose(stack.url, `${first}${SMUGGLED}`);
+    expect(statusesIn(raw.replace(/^HTTP\/1\.0/gm, 'HTTP/1.1'))).toEqual([status]);
+    await allClosed(stack);
+    // A request on a fresh connection, handled after everything the first one brought.
+    expect((await send(stack.url, 'GET', '/after', CURRENT)).status).toBe(200);
+    expect(loggedPaths(stack)).not.toContain('/smuggled');
+    expect(upstream.received.join('')).not.toContain('/smuggled');
+  });
+
+  it('a shim-made 400 for an HTTP/1.1 request without Host is JSON and logged', async () => {
+    const { stack } = await stackWithRecorder();
+    const raw = await sendRawUntilClose(stack.url, 'GET /first HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toContain('"message":"An HTTP/1.1 request must carry a Host header');
+    await allClosed(stack);
+    expect(stack.logs().some((l) => (l.res as { statusCode?: number })?.statusCode === 400)).toBe(true);
+  });
+
+  it('an unknown expectation gets the shim-made 417, JSON, in its turn', async () => {
+    const { upstream, stack } = await stackWithRecorder();
+    const raw = await sendRawUntilClose(
+      stack.url,
+      `GET /one HTTP/1.1\r\n${AUTH}\r\nGET /two HTTP/1.1\r\n${AUTH}Expect: foo\r\n\r\nGET /three HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    expect(statusesIn(raw)).toEqual([200, 417, 200]);
+    expect(raw).toContain('"statusCode":417');
+    expect(frameRequests(upstream.received.join('')).requests.map((r) => r.target)).toEqual([
+      '/one',
+      '/three',
+    ]);
+  });
+});
+
+describe.concurrent('pipelined requests are handled one at a time, in order (RFC 9112 §9.3.2)', () => {
+  it('a GET pipelined behind a rewritten POST reaches the upstream after it', async () => {
+    const { upstream, stack } = await stackWithRecorder();
+    const body = JSON.stringify({ name: 'm', tags: {} });
+    const raw = await sendRawUntilClose(
+      stack.url,
+      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /missions HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`,
+    );
+    expect(statusesIn(raw)).toEqual([200, 200]);
+    const targets = upstream.received.flatMap((r) => frameRequests(r).requests).map((r) => r.target);
+    expect(targets).toEqual(['/missions', '/missions']);
+    const post = upstream.received.flatMap((r) => frameRequests(r).requests)[0];
+    expect(post?.method).toBe('POST');
+    expect(post?.body).toBe(JSON.stringify({ name: 'm', metadata: {} }));
+  });
+
+  it('garbage after a complete request: its response first, then the 400, in order', async () => {
+    const { upstream, stack } = await stackWithRecorder();
+    const raw = await sendRawUntilClose(
+      stack.url,
+      `POST /first HTTP/1.1\r\n${AUTH}Content-Length: 3\r\n\r\nabcGARBAGE\r\n\r\n`,
+    );
+    expect(statusesIn(raw)).toEqual([200, 400]);
+    expect(raw.indexOf('"target":"/first"')).toBeGreaterThan(0);
+    expect(raw.indexOf('"target":"/first"')).toBeLessThan(raw.indexOf('HTTP/1.1 400'));
+    expect(frameRequests(upstream.received.join('')).requests.map((r) => r.target)).toEqual(['/first']);
+  });
+});

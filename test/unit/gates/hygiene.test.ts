@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   assertHygiene,
+  checkExpectation,
   checkFraming,
   checkHost,
   checkRequestTarget,
@@ -289,8 +290,10 @@ describe('checkHost', () => {
     expect(checkHost(host)).toBeUndefined();
   });
 
-  it('accepts an absent Host (HTTP/1.0)', () => {
-    expect(checkHost(undefined)).toBeUndefined();
+  it('accepts an absent Host only in HTTP/1.0 (RFC 9112 §3.2)', () => {
+    expect(checkHost(undefined, '1.0')).toBeUndefined();
+    expect(checkHost(undefined, '1.1')).toMatch(/^An HTTP\/1\.1 request must carry a Host header/);
+    expect(checkHost(undefined)).toMatch(/must carry a Host/);
   });
 
   it.each([
@@ -315,6 +318,24 @@ describe('checkHost', () => {
   });
 });
 
+describe('checkExpectation', () => {
+  it.each<[string | undefined, string, boolean]>([
+    [undefined, '1.1', true],
+    ['100-continue', '1.1', true],
+    ['100-Continue', '1.1', true],
+    ['100-continue, x', '1.1', true], // as Node's server reads it: 100 Continue is sent
+    ['foo', '1.1', false],
+    ['', '1.1', false],
+    ['200-ok', '1.1', false],
+    ['100-continuex', '1.1', false],
+    ['foo', '1.0', true], // HTTP/1.0: ignored (RFC 9110 §10.1.1)
+  ])('%j in HTTP/%s → met: %s', (expect_, version, met) => {
+    const problem = checkExpectation(expect_, version);
+    if (met) expect(problem).toBeUndefined();
+    else expect(problem).toMatch(/100-continue/);
+  });
+});
+
 describe('isUpgradeRequest', () => {
   it.each<[IncomingHttpHeaders, boolean]>([
     [{}, false],
@@ -328,9 +349,9 @@ describe('isUpgradeRequest', () => {
 });
 
 describe('assertHygiene', () => {
-  const statusOf = (target: string, headers: IncomingHttpHeaders): number | undefined => {
+  const statusOf = (target: string, headers: IncomingHttpHeaders, version = '1.1'): number | undefined => {
     try {
-      assertHygiene(target, headers);
+      assertHygiene(target, { host: 'shim.test', ...headers }, [], version);
       return undefined;
     } catch (err) {
       expect(err).toBeInstanceOf(ShimError);
@@ -348,6 +369,9 @@ describe('assertHygiene', () => {
     ['/missions', { 'transfer-encoding': 'gzip, chunked' }, 400],
     ['/missions', { host: 'shim.test:8080' }, undefined],
     ['/missions', { host: 'evil.test/x' }, 400],
+    ['/missions', { host: undefined }, 400],
+    ['/missions', { expect: 'foo' }, 417],
+    ['/missions', { expect: '100-continue' }, undefined],
     ['/socket', { upgrade: 'websocket', connection: 'Upgrade' }, 501],
     // The upgrade refusal comes first, whatever else is wrong.
     ['/a/../b', { upgrade: 'websocket' }, 501],
@@ -355,7 +379,14 @@ describe('assertHygiene', () => {
     expect(statusOf(target, headers)).toBe(status);
   });
 
-  it('uses the hygiene and upgrade reasons', () => {
+  it('lets an HTTP/1.0 request without Host or with any Expect through', () => {
+    expect(statusOf('/missions', { host: undefined, expect: 'foo' }, '1.0')).toBeUndefined();
+  });
+
+  it('uses the hygiene, expectation and upgrade reasons', () => {
+    expect(() => assertHygiene('/', { host: 'a', expect: 'x' })).toThrow(
+      expect.objectContaining({ reason: 'expectation', statusCode: 417 }),
+    );
     expect(() => assertHygiene('/a/..', {})).toThrow(expect.objectContaining({ reason: 'hygiene' }));
     expect(() => assertHygiene('/', { upgrade: 'h2c' })).toThrow(
       expect.objectContaining({ reason: 'upgrade' }),

@@ -50,6 +50,7 @@ describe('errorBody', () => {
 describe('ShimError', () => {
   it.each<[RejectionReason, number]>([
     ['hygiene', 400],
+    ['expectation', 417],
     ['body', 400],
     ['encoding', 415],
     ['credentials', 401],
@@ -72,7 +73,7 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(13);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(14);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 
