@@ -60,6 +60,8 @@ export interface BodyTarget {
   end(): unknown;
   once(event: 'drain', listener: () => void): unknown;
   readonly destroyed: boolean;
+  /** `end()` was called: nothing more may be written. */
+  readonly writableEnded: boolean;
 }
 
 /**
@@ -79,14 +81,14 @@ export interface BodyTarget {
 export function pumpBody(source: BodySource, target: BodyTarget): void {
   const hold = pauseUntilDrain(source, target);
   source.on('data', (chunk) => {
-    if (target.destroyed) return;
+    if (target.destroyed || target.writableEnded) return;
     const written = target.write(chunk, (err) => {
       if (!err) releaseChunk(chunk);
     });
     if (!written) hold();
   });
   source.once('end', () => {
-    if (!target.destroyed) target.end();
+    if (!target.destroyed && !target.writableEnded) target.end();
   });
 }
 

@@ -123,6 +123,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
     const send = () => {
       let headReceived = false;
+      let upstreamResponse: IncomingMessage | undefined;
       let failed = false;
       let headerTimer: NodeJS.Timeout | undefined;
       const upstreamReq = transport.request({
@@ -148,8 +149,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       });
       upstreamReq.on('close', () => clearTimeout(headerTimer));
 
-      /** A failure of this attempt, before or after the upstream's head. */
-      const fail = (err: NodeJS.ErrnoException) => {
+      /**
+       * A failure of this attempt, before or after the upstream's head. `responseComplete`: the upstream
+       * connection failed after its response had been read whole (not a failure of the body's decoding).
+       */
+      const fail = (err: NodeJS.ErrnoException, responseComplete = false) => {
         if (failed || clientGone) return;
         failed = true;
         clearTimeout(headerTimer);
@@ -158,6 +162,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           timedOut: state.upstreamTimedOut,
           headReceived,
           clientStarted: res.headersSent,
+          responseComplete,
           reusedSocket: upstreamReq.reusedSocket,
           replayable,
           replayed: attempt > 0,
@@ -172,12 +177,21 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           send();
           return;
         }
+        if (decision.action === 'finish') {
+          // The response is whole and goes on to the client; Node drops the upstream connection.
+          metrics.upstreamErrors.inc({ kind: decision.kind });
+          state.exchange.logFields.upstreamError = err.code ?? err.message;
+          return;
+        }
         upstreamFailed(res, state, err, decision.kind, decision.action === 'respond');
+        // Nothing of the upstream's response may follow the shim's 502/504 (or the abort).
+        upstreamResponse?.destroy();
       };
-      upstreamReq.on('error', fail);
+      upstreamReq.on('error', (err: NodeJS.ErrnoException) => fail(err, upstreamResponse?.complete === true));
 
       upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
         headReceived = true;
+        upstreamResponse = upstreamRes;
         clearTimeout(headerTimer);
         release();
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));

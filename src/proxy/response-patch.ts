@@ -99,6 +99,8 @@ export interface PatchTarget {
   once(event: 'drain' | 'close', listener: () => void): unknown;
   readonly headersSent: boolean;
   readonly destroyed: boolean;
+  /** `end()` was called: nothing more may be written. */
+  readonly writableEnded: boolean;
   readonly writableFinished: boolean;
 }
 
@@ -146,14 +148,15 @@ export function pumpPatch(
   const hold = pauseUntilDrain(source, target);
   source.on('data', (chunk) => {
     const bytes = patchChunk(patch, chunk);
-    if (bytes.length === 0 || target.destroyed) return;
+    // The client's response was cut, or already answered (the shim's 502 for an upstream failure).
+    if (bytes.length === 0 || target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead();
     if (!target.write(bytes, whenWritten(patch, chunk, bytes))) hold();
   });
   source.once('end', () => {
     const bytes = patch.end();
     onEnd(patch.outcome);
-    if (target.destroyed) return;
+    if (target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead();
     if (bytes.length > 0) target.write(bytes);
     target.end();
@@ -250,12 +253,12 @@ export function pumpCodedPatch(
   // encoder → client
   const holdEncoder = pauseUntilDrain(encoder, target);
   encoder.on('data', (encoded: Buffer) => {
-    if (abandoned || target.destroyed) return;
+    if (abandoned || target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead();
     if (!target.write(encoded)) holdEncoder();
   });
   encoder.once('end', () => {
-    if (abandoned || target.destroyed) return;
+    if (abandoned || target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead();
     target.end();
   });

@@ -69,6 +69,12 @@ export interface UpstreamFailure {
   readonly headReceived: boolean;
   /** The client's response has started (head sent): a status can no longer be chosen. */
   readonly clientStarted: boolean;
+  /**
+   * The upstream's whole response had been read, as its framing delimits it, before the failure: what
+   * failed is the connection after it (bytes past the end of a response: a body longer than its
+   * `Content-Length`, a body after a 204, 304 or HEAD response; RFC 9112 §6.3). Default `false`.
+   */
+  readonly responseComplete?: boolean;
   /** The request went out on a pooled connection used before (`ClientRequest.reusedSocket`). */
   readonly reusedSocket: boolean;
   /** Idempotent method, and the shim holds the whole body (or there is none): it can be sent again. */
@@ -86,7 +92,8 @@ export type UpstreamDecision =
       readonly reason: RejectionReason;
       readonly status: number;
     }
-  | { readonly action: 'abort'; readonly kind: UpstreamErrorKind };
+  | { readonly action: 'abort'; readonly kind: UpstreamErrorKind }
+  | { readonly action: 'finish'; readonly kind: UpstreamErrorKind };
 
 /**
  * Decides what to do about a failed upstream exchange (SPEC §4; RFC 9110 §9.2.2 for the replay).
@@ -99,6 +106,9 @@ export type UpstreamDecision =
  *   nothing — also after the upstream's head, for a patched response whose first byte was not sent.
  * - **Abort** the client connection once its response has started: a truncated body must never look
  *   complete.
+ * - **Finish** the client's response when the upstream's response was complete before the failure:
+ *   the error belongs to the upstream connection (which is not reused), not to this response. Counted
+ *   all the same. Not after the shim's own timeout, which cuts a client that stopped reading.
  *
  * @param failure What is known (see {@link UpstreamFailure}).
  * @returns The action, with the metric `kind` and, for `respond`, the rejection reason and status.
@@ -115,6 +125,7 @@ export function decideUpstreamFailure(failure: UpstreamFailure): UpstreamDecisio
   ) {
     return { action: 'replay' };
   }
+  if (failure.responseComplete === true && !failure.timedOut) return { action: 'finish', kind };
   if (failure.clientStarted) return { action: 'abort', kind };
   const reason = `upstream_${kind}` as const;
   return { action: 'respond', kind, reason, status: REJECTION_STATUS[reason] };

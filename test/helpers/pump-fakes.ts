@@ -38,6 +38,7 @@ export class FakeTarget extends EventEmitter {
   bytes: Buffer[] = [];
   headersSent = false;
   destroyed = false;
+  writableEnded = false;
   writableFinished = false;
   full = false;
   /** Writes whose callback has not run: the socket still holds their bytes. */
@@ -56,6 +57,7 @@ export class FakeTarget extends EventEmitter {
     write.callback?.(err);
   }
   end() {
+    this.writableEnded = true;
     this.writableFinished = true;
     this.written.push('<end>');
     this.emit('finish');

@@ -75,6 +75,9 @@ class FakeTarget extends EventEmitter {
   destroyed = false;
   full = false;
   ended = false;
+  get writableEnded() {
+    return this.ended;
+  }
   written: string[] = [];
   queued: Array<{ chunk: Buffer; callback: (err?: Error | null) => void }> = [];
   write(chunk: Buffer, callback: (err?: Error | null) => void) {

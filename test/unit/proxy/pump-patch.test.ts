@@ -105,6 +105,17 @@ describe('pumpPatch', () => {
     expect(patch.destroyed).toBe(1);
   });
 
+  it('writes nothing more once the response was answered otherwise (the shim sent its 502)', () => {
+    const { source, target, writeHead } = setUp();
+    target.headersSent = true;
+    target.end(); // the shim's own error response, ended before the upstream's buffered chunks come
+    target.written.length = 0;
+    source.emit('data', Buffer.from('a'));
+    source.emit('end');
+    expect(target.written).toEqual([]);
+    expect(writeHead).not.toHaveBeenCalled();
+  });
+
   it('drops the upstream and the patch when the client goes away, and says nothing of a later error', () => {
     const { source, target, patch, onError } = setUp();
     source.emit('data', Buffer.from('a'));

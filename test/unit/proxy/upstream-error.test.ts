@@ -77,6 +77,23 @@ describe('decideUpstreamFailure', () => {
     });
   });
 
+  it('finishes the response when the upstream sent all of it before the error (bytes past its end)', () => {
+    const past = error('HPE_INVALID_CONSTANT');
+    for (const clientStarted of [false, true]) {
+      expect(
+        decideUpstreamFailure(
+          failure({ error: past, headReceived: true, responseComplete: true, clientStarted }),
+        ),
+      ).toEqual({ action: 'finish', kind: 'invalid' });
+    }
+    // The shim's own timer still cuts it (a client that stopped reading a complete, buffered response).
+    expect(
+      decideUpstreamFailure(
+        failure({ headReceived: true, responseComplete: true, clientStarted: true, timedOut: true }),
+      ),
+    ).toEqual({ action: 'abort', kind: 'timeout' });
+  });
+
   it('aborts once the client response has started, whatever the cause', () => {
     expect(decideUpstreamFailure(failure({ headReceived: true, clientStarted: true }))).toEqual({
       action: 'abort',
