@@ -80,6 +80,34 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
   return SESSION_CONSUMER;
 }
 
+/**
+ * Whether a request the upstream answered with `status` counts as alias use: in the usage table
+ * (`GET /aliases/usage`, `shim_alias_consumers`), in `shim_alias_uses_total{direction="request"}` and in
+ * the brownout counters. The shim admits any non-empty API key and leaves verifying it to the upstream
+ * (SPEC §3 step 5, service document part 5), so a request is evidence of a consumer only once the
+ * upstream has answered it without refusing its credentials:
+ * - 2xx, 3xx → counts: the upstream served it;
+ * - 4xx other than 401 → counts: the upstream knew the caller and refused the operation (403, RFC 9110
+ *   §15.5.4) or its content (400, 404, 409, …; a NestJS upstream runs its guards before its validation
+ *   pipes). In a brownout, the upstream's 400 `property tags should not exist` is the very breakage
+ *   being rehearsed;
+ * - 401 → does not count: the upstream refused the credentials (RFC 9110 §15.5.2); anyone can provoke
+ *   it with a made-up key;
+ * - 5xx → does not count: the upstream failed before it could say anything about the caller (a crash,
+ *   its own gateway's 502/503), so a made-up key would count whenever the upstream is in trouble;
+ * - no answer at all (the shim's 502/504, a client that went away, a request the shim refused) never
+ *   reaches this test.
+ * The rule of the route labels (docs/operations.md, "Route labels", rule 1) is stricter (2xx/3xx only)
+ * because any 4xx path would teach a label; here the consumer is what must be real, not the path.
+ * @param status The upstream response's status code.
+ * @example
+ * countsAsUse(200); // true
+ * countsAsUse(401); // false
+ */
+export function countsAsUse(status: number): boolean {
+  return status < 500 && status !== 401;
+}
+
 /** `product` or `product/version` (RFC 9110 §10.1.5; tokens per §5.6.2). */
 const PRODUCT = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:\/([!#$%&'*+.^_`|~0-9A-Za-z-]+))?/;
 
