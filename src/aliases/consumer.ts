@@ -6,6 +6,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { apiKeyOf } from '../gates/credentials.ts';
 
 /** Longest consumer id or User-Agent token kept, in characters. */
 export const MAX_CONSUMER_CHARS = 64;
@@ -60,8 +61,10 @@ export function keyFingerprint(fingerprintKey: string, apiKey: string): string {
 /**
  * The consumer id of a request.
  * 1. `CONSUMER_HEADER` set and present with a usable value → that value, {@link sanitizeId sanitised};
- * 2. an API key present → {@link keyFingerprint} with `CONSUMER_FINGERPRINT_KEY`, or
- *    {@link UNKEYED_CONSUMER} without one (the key itself is never used as an id);
+ * 2. an API key present by the credential gate's own rule (`apiKeyOf` in gates/credentials.ts: not
+ *    only whitespace, a no-break space included) → {@link keyFingerprint} of the trimmed key with
+ *    `CONSUMER_FINGERPRINT_KEY`, or {@link UNKEYED_CONSUMER} without one (the key itself is never used
+ *    as an id);
  * 3. otherwise (the credential gate admitted a cookie session) → {@link SESSION_CONSUMER}.
  * @param headers Request headers (lower-cased names).
  */
@@ -71,8 +74,8 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
     const clean = id === undefined ? undefined : sanitizeId(id);
     if (clean !== undefined) return clean;
   }
-  const apiKey = first(headers[rules.apiKeyHeader]);
-  if (apiKey !== undefined && apiKey !== '') {
+  const apiKey = apiKeyOf(headers, rules.apiKeyHeader);
+  if (apiKey !== undefined) {
     return rules.fingerprintKey === undefined
       ? UNKEYED_CONSUMER
       : keyFingerprint(rules.fingerprintKey, apiKey);
