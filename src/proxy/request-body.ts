@@ -5,7 +5,13 @@
 import type { IncomingMessage } from 'node:http';
 import { releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
-import { DecodedTooLargeError, decodeBody, encodeBody, supportedCoding } from './content-coding.ts';
+import {
+  DecodedTooLargeError,
+  decodeBody,
+  encodeBody,
+  SUPPORTED_CODINGS,
+  supportedCoding,
+} from './content-coding.ts';
 import { ShimError } from './errors.ts';
 import type { ExchangeHooks } from './types.ts';
 
@@ -141,7 +147,7 @@ export async function rewriteRequestBody(
   if (coding === undefined) {
     throw new ShimError(
       'encoding',
-      'The request body uses a Content-Encoding this proxy cannot rewrite; send it as identity, gzip, deflate or br.',
+      `The request body uses a Content-Encoding this proxy cannot rewrite; send it as ${CODING_NAMES}.`,
     );
   }
   const raw = await readBoundedBody(req, limit, options);
@@ -166,6 +172,9 @@ export async function rewriteRequestBody(
   if (body === decoded) return raw;
   return coding === 'identity' ? body : encodeBody(body, coding);
 }
+
+/** The codings a rewritten request body may use, for the 415 message: `identity, gzip, deflate, br or zstd`. */
+const CODING_NAMES = `${SUPPORTED_CODINGS.slice(0, -1).join(', ')} or ${SUPPORTED_CODINGS.at(-1)}`;
 
 /** A request body larger than this is not drained when the shim rejects early; the connection closes instead. */
 const DRAIN_LIMIT = 64 * 1024;

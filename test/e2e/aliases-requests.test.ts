@@ -252,6 +252,7 @@ describe('what reaches the upstream (raw upstream)', () => {
     );
     expect(lzw.status).toBe(415);
     expect(lzw.json()).toMatchObject({ statusCode: 415, error: 'Unsupported Media Type' });
+    expect(lzw.json().message).toMatch(/send it as identity, gzip, deflate, br or zstd\.$/);
     const broken = await send(
       stack.url,
       'POST',

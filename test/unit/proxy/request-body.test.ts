@@ -6,6 +6,7 @@ import { PassThrough, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
+import { SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import { ClientAbortedError, readBoundedBody, rewriteRequestBody } from '../../../src/proxy/request-body.ts';
 import type { ExchangeHooks } from '../../../src/proxy/types.ts';
@@ -258,6 +259,17 @@ describe('rewriteRequestBody', () => {
     };
     return { calls, hooks };
   }
+
+  it('refuses a coding it cannot undo with 415, naming every coding it can (zstd included)', async () => {
+    const { calls, hooks } = strictRewrite();
+    const req = requestOf(['xx'], { ...JSON_HEADERS, 'content-encoding': 'compress' });
+    const err = await rejection(rewriteRequestBody(req, [hooks], 1024));
+    expect(err).toBeInstanceOf(ShimError);
+    expect((err as ShimError).statusCode).toBe(415);
+    expect((err as ShimError).message).toContain('send it as identity, gzip, deflate, br or zstd.');
+    for (const coding of SUPPORTED_CODINGS) expect((err as ShimError).message).toContain(coding);
+    expect(calls).toEqual([]);
+  });
 
   it('rewrites a body that has bytes', async () => {
     const { calls, hooks } = strictRewrite();
