@@ -6,6 +6,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { apiKeyOf } from '../gates/credentials.ts';
 
 /** Longest consumer id or User-Agent token kept, in characters. */
 export const MAX_CONSUMER_CHARS = 64;
@@ -60,8 +61,10 @@ export function keyFingerprint(fingerprintKey: string, apiKey: string): string {
 /**
  * The consumer id of a request.
  * 1. `CONSUMER_HEADER` set and present with a usable value → that value, {@link sanitizeId sanitised};
- * 2. an API key present → {@link keyFingerprint} with `CONSUMER_FINGERPRINT_KEY`, or
- *    {@link UNKEYED_CONSUMER} without one (the key itself is never used as an id);
+ * 2. an API key present by the credential gate's own rule (`apiKeyOf` in gates/credentials.ts: not
+ *    only whitespace, a no-break space included) → {@link keyFingerprint} of the trimmed key with
+ *    `CONSUMER_FINGERPRINT_KEY`, or {@link UNKEYED_CONSUMER} without one (the key itself is never used
+ *    as an id);
  * 3. otherwise (the credential gate admitted a cookie session) → {@link SESSION_CONSUMER}.
  * @param headers Request headers (lower-cased names).
  */
@@ -71,13 +74,41 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
     const clean = id === undefined ? undefined : sanitizeId(id);
     if (clean !== undefined) return clean;
   }
-  const apiKey = first(headers[rules.apiKeyHeader]);
-  if (apiKey !== undefined && apiKey !== '') {
+  const apiKey = apiKeyOf(headers, rules.apiKeyHeader);
+  if (apiKey !== undefined) {
     return rules.fingerprintKey === undefined
       ? UNKEYED_CONSUMER
       : keyFingerprint(rules.fingerprintKey, apiKey);
   }
   return SESSION_CONSUMER;
+}
+
+/**
+ * Whether a request the upstream answered with `status` counts as alias use: in the usage table
+ * (`GET /aliases/usage`, `shim_alias_consumers`), in `shim_alias_uses_total{direction="request"}` and in
+ * the brownout counters. The shim admits any non-empty API key and leaves verifying it to the upstream
+ * (SPEC §3 step 5, service document part 5), so a request is evidence of a consumer only once the
+ * upstream has answered it without refusing its credentials:
+ * - 2xx, 3xx → counts: the upstream served it;
+ * - 4xx other than 401 → counts: the upstream knew the caller and refused the operation (403, RFC 9110
+ *   §15.5.4) or its content (400, 404, 409, …; a NestJS upstream runs its guards before its validation
+ *   pipes). In a brownout, the upstream's 400 `property tags should not exist` is the very breakage
+ *   being rehearsed;
+ * - 401 → does not count: the upstream refused the credentials (RFC 9110 §15.5.2); anyone can provoke
+ *   it with a made-up key;
+ * - 5xx → does not count: the upstream failed before it could say anything about the caller (a crash,
+ *   its own gateway's 502/503), so a made-up key would count whenever the upstream is in trouble;
+ * - no answer at all (the shim's 502/504, a client that went away, a request the shim refused) never
+ *   reaches this test.
+ * The rule of the route labels (docs/operations.md, "Route labels", rule 1) is stricter (2xx/3xx only)
+ * because any 4xx path would teach a label; here the consumer is what must be real, not the path.
+ * @param status The upstream response's status code.
+ * @example
+ * countsAsUse(200); // true
+ * countsAsUse(401); // false
+ */
+export function countsAsUse(status: number): boolean {
+  return status < 500 && status !== 401;
 }
 
 /** `product` or `product/version` (RFC 9110 §10.1.5; tokens per §5.6.2). */

@@ -20,7 +20,7 @@ import type {
 } from '../proxy/types.ts';
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
 import { type AliasSettings, aliasConfig } from './config.ts';
-import { consumerOf, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
+import { consumerOf, countsAsUse, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
 import { aliasWarning, deprecationHeaders, WARNING_BUDGET } from './deprecation.ts';
 import { isJsonMediaType } from './media-type.ts';
 import { createAliasMetrics } from './metrics.ts';
@@ -58,14 +58,23 @@ export const USAGE_PATH = '/aliases/usage';
  *   userAgents, firstSeen, lastSeen}]}` sorted by `count` (`?limit=n` for the first n),
  *   `DELETE /aliases/usage` → 204 and a fresh table. The 10 heaviest are the gauge
  *   `shim_alias_consumers{consumer}`.
+ * - When a request counts (against usage poisoning, test/security/aliases-usage-poisoning.test.ts):
+ *   the headers and log fields above describe the request and are set when it is rewritten; the usage
+ *   table, `shim_alias_consumers` and `shim_alias_uses_total{direction="request"}` count it only in
+ *   `onResponse`, once the upstream has answered with a status that {@link countsAsUse} accepts (below
+ *   500 and not 401: the shim admits any non-empty API key, the upstream verifies it). A request the
+ *   upstream refused with 401, answered with a 5xx, or never answered (the shim's own 4xx/502/504, a
+ *   client that went away) is not counted, so made-up keys can neither keep the signal that decides the
+ *   layer's removal above zero nor fill the table.
  * - Brownouts (`ALIAS_BROWNOUTS`, clock `context.now`): inside a window the layer does what its
  *   deletion would do (no rewrite, no patch, no body buffered, no deprecation headers). A request whose
  *   query uses an alias, or that sends a JSON body to a route with body aliases (detected by route: the
  *   body is streamed, never scanned, exactly as without the layer), gets one
  *   `Warning: 299 - "<aliases>: aliases are browned out until <end> …; see <ALIAS_DOCS_URL>"`, the log
- *   fields `brownout: true` and `consumer`, and counts in `shim_alias_brownout_requests_total{route}`
- *   (and in the usage table when the query showed the alias: a body marked by route may hold none)
- *   (and `shim_alias_brownout_refusals_total{route}` when the upstream answers 4xx).
+ *   fields `brownout: true` and `consumer`; by the same rule ({@link countsAsUse}: once the upstream
+ *   answered, below 500 and not 401) it counts in `shim_alias_brownout_requests_total{route}`, in
+ *   `shim_alias_brownout_refusals_total{route}` when that answer is a 4xx, and in the usage table when
+ *   the query showed the alias (a body marked by route may hold none).
  *
  * @param settings `AliasSettings` from the configuration (`ALIASES`, `ALIAS_SUNSET_VERSION`,
  *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`).
@@ -113,14 +122,18 @@ export function createAliasLayer(
 
   const routeLabel = (route: AliasRoute) => `${route.method} ${route.path}`;
 
-  /**
-   * Who and what: the log field, and the usage table when the request is known to have used an alias
-   * (`aliases` not empty). Called once per aliased request.
-   */
-  const attribute = (exchange: Exchange, aliases: readonly string[]): string => {
+  /** Who: the request's consumer id, set as its log field at once (it describes this request). */
+  const identify = (exchange: Exchange): string => {
     const consumer = consumerOf(exchange.headers, consumerRules);
     exchange.logFields.consumer = consumer;
-    if (aliases.length === 0) return consumer;
+    return consumer;
+  };
+
+  /**
+   * Counts one request that used `aliases` for `consumer` in the usage table. Called from `onResponse`,
+   * once the upstream's answer {@link countsAsUse counts}, never when the request is rewritten.
+   */
+  const recordUse = (exchange: Exchange, consumer: string, aliases: readonly string[]): void => {
     const userAgent = exchange.headers['user-agent'];
     usage.record({
       consumer,
@@ -129,7 +142,6 @@ export function createAliasLayer(
       userAgent: userAgentProduct(typeof userAgent === 'string' ? userAgent : undefined),
       at: now(),
     });
-    return consumer;
   };
 
   /**
@@ -150,12 +162,15 @@ export function createAliasLayer(
     exchange.responseHeaders.push(['Warning', brownoutWarning(named, window, settings.docsUrl)]);
     exchange.logFields.brownout = true;
     if (used.length > 0) exchange.logFields.aliases = [...used];
-    attribute(exchange, used);
+    const consumer = identify(exchange);
     const label = routeLabel(route);
-    metrics.brownoutRequests.inc({ route: label });
     return {
+      // Counted only once the upstream's answer shows it did not refuse the credentials.
       onResponse(status) {
-        if (status >= 400 && status < 500) metrics.brownoutRefusals.inc({ route: label });
+        if (!countsAsUse(status)) return undefined;
+        metrics.brownoutRequests.inc({ route: label });
+        if (status >= 400) metrics.brownoutRefusals.inc({ route: label });
+        if (used.length > 0) recordUse(exchange, consumer, used);
         return undefined;
       },
     };
@@ -200,27 +215,31 @@ export function createAliasLayer(
       if (window !== undefined) return brownoutHooks(exchange, window);
       const client = metrics.clientLabel(version);
 
-      // Aliases this request used, recorded once each (query and body may both use one).
+      // Aliases this request used, once each (query and body may both use one). The signals that
+      // describe this request (headers, log fields) are set now; the usage counts wait for the answer.
       const used: string[] = [];
       let warningBytes = 0;
       let consumer: string | undefined;
       const record = (renames: readonly AliasRename[], aliasesUsed: readonly string[]) => {
-        const fresh = aliasesUsed.filter((alias) => !used.includes(alias));
-        if (fresh.length > 0) {
-          if (consumer === undefined) consumer = attribute(exchange, fresh);
-          else usage.addAliases(consumer, fresh);
-        }
         for (const alias of aliasesUsed) {
           if (used.includes(alias)) continue;
-          if (used.length === 0) exchange.responseHeaders.push(...signals);
+          if (used.length === 0) {
+            exchange.responseHeaders.push(...signals);
+            consumer = identify(exchange);
+          }
           used.push(alias);
           const rename = renames.find((r) => r.alias === alias)!;
           const warning = aliasWarning(rename.alias, rename.canonical);
           warningBytes += warning.length;
           if (warningBytes <= WARNING_BUDGET) exchange.responseHeaders.push(['Warning', warning]);
-          metrics.uses.inc({ alias, direction: 'request', client });
         }
         if (aliasesUsed.length > 0) exchange.logFields.aliases = [...used];
+      };
+      /** The upstream answered: count the request's aliases if the answer {@link countsAsUse counts}. */
+      const countRequest = (status: number) => {
+        if (consumer === undefined || !countsAsUse(status)) return;
+        recordUse(exchange, consumer, used);
+        for (const alias of used) metrics.uses.inc({ alias, direction: 'request', client });
       };
 
       // Counts the members the streaming patch inserts: the log field, and each alias once per response.
@@ -240,6 +259,7 @@ export function createAliasLayer(
         // and a 304 usually no Content-Type: the patch is still returned so that the core sends the
         // headers the patched GET would carry (no Content-Length, weak ETag), then destroys it.
         onResponse: (status, headers): ResponsePatch | undefined => {
+          countRequest(status);
           const contentType = headers['content-type'];
           const patched =
             isJsonMediaType(contentType) || ((bodiless || status === 304) && contentType === undefined);

@@ -34,10 +34,11 @@ export interface AliasMetrics {
   clientLabel(version: SemVer): string;
   /**
    * `shim_alias_brownout_requests_total{route}`: requests of legacy clients on an aliased route
-   * (`route` = `METHOD /pattern` from the alias table) that a brownout left untranslated.
+   * (`route` = `METHOD /pattern` from the alias table) that a brownout left untranslated, counted once
+   * the upstream answered them with a status below 500 other than 401 (`countsAsUse`, consumer.ts).
    */
   readonly brownoutRequests: Counter<'route'>;
-  /** `shim_alias_brownout_refusals_total{route}`: of those, the ones the upstream answered with a 4xx. */
+  /** `shim_alias_brownout_refusals_total{route}`: of those, the ones the upstream answered 4xx (not 401). */
   readonly brownoutRefusals: Counter<'route'>;
 }
 
@@ -55,19 +56,19 @@ export function createAliasMetrics(
 ): AliasMetrics {
   const uses = new Counter({
     name: ALIAS_USES_METRIC,
-    help: 'Deprecated alias uses: renamed in requests (direction=request) or added to responses (direction=response), by alias and client major.minor.',
+    help: 'Deprecated alias uses: renamed in requests the upstream answered with neither 401 nor 5xx (direction=request) or added to responses (direction=response), by alias and client major.minor.',
     labelNames: ['alias', 'direction', 'client'] as const,
     registers: [registry],
   });
   const brownoutRequests = new Counter({
     name: ALIAS_BROWNOUT_REQUESTS_METRIC,
-    help: 'Requests of legacy clients on an aliased route left untranslated by a brownout (ALIAS_BROWNOUTS), by alias-table route.',
+    help: 'Requests of legacy clients on an aliased route left untranslated by a brownout (ALIAS_BROWNOUTS) that the upstream answered with neither 401 nor 5xx, by alias-table route.',
     labelNames: ['route'] as const,
     registers: [registry],
   });
   const brownoutRefusals = new Counter({
     name: ALIAS_BROWNOUT_REFUSALS_METRIC,
-    help: 'Of the browned-out requests, those the upstream refused (4xx), by alias-table route.',
+    help: 'Of the browned-out requests, those the upstream refused (4xx other than 401), by alias-table route.',
     labelNames: ['route'] as const,
     registers: [registry],
   });

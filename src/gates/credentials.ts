@@ -2,7 +2,7 @@
  * The credential gate (service document part 5; SPEC §3 step 5): the shim checks presence and form of
  * credentials; the upstream verifies them.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { parse as parseCookie } from 'cookie';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
@@ -48,6 +48,26 @@ export function parseCookies(header: string | undefined): Readonly<Record<string
 }
 
 /**
+ * The API key a request carries, by the one rule that admits it (SPEC §3 step 5: `API_KEY_HEADER`
+ * non-empty; service document part 5): the header's value with surrounding whitespace removed
+ * (`String.prototype.trim`, so also a no-break space or other Unicode space, which HTTP's field parsing
+ * keeps, RFC 9110 §5.5). Shared by the credential gate and everything that identifies a caller by its
+ * key, so that they never disagree on whether a key was sent.
+ * @param headers Request headers (lower-cased names, as Node parses them).
+ * @param apiKeyHeader Lower-cased header name (`API_KEY_HEADER`).
+ * @returns The trimmed key, or `undefined` when the header is absent, not one string, or only whitespace.
+ * @example
+ * apiKeyOf({ 'x-api-key': ' k ' }, 'x-api-key'); // 'k'
+ * apiKeyOf({ 'x-api-key': '\u00a0' }, 'x-api-key'); // undefined
+ */
+export function apiKeyOf(headers: IncomingHttpHeaders, apiKeyHeader: string): string | undefined {
+  const key = headers[apiKeyHeader];
+  if (typeof key !== 'string') return undefined;
+  const trimmed = key.trim();
+  return trimmed === '' ? undefined : trimmed;
+}
+
+/**
  * Checks a request's credentials.
  * @param req The request (its headers and raw headers).
  * @param cookies Parsed cookies ({@link parseCookies}); only consulted when no API key is sent.
@@ -59,12 +79,11 @@ export function checkCredentials(
   cookies: () => Record<string, unknown>,
   rules: CredentialRules,
 ): CredentialVerdict {
-  const key = req.headers[rules.apiKeyHeader];
-  if (key !== undefined) {
+  if (req.headers[rules.apiKeyHeader] !== undefined) {
     if (headerCount(req.rawHeaders, rules.apiKeyHeader) > 1) {
       return { problem: `Send exactly one ${rules.apiKeyHeader} header.` };
     }
-    if (typeof key === 'string' && key.trim() !== '') return 'api-key';
+    if (apiKeyOf(req.headers, rules.apiKeyHeader) !== undefined) return 'api-key';
   }
   const jar = cookies();
   const missing = rules.cookies.filter((name) => {
@@ -88,8 +107,8 @@ export function consumerOf(
   req: Pick<IncomingMessage, 'headers'>,
   rules: CredentialRules,
 ): string | undefined {
-  const key = req.headers[rules.apiKeyHeader];
-  if (typeof key === 'string' && key.trim() !== '') return `key:${key.trim()}`;
+  const key = apiKeyOf(req.headers, rules.apiKeyHeader);
+  if (key !== undefined) return `key:${key}`;
   const jar = parseCookies(req.headers.cookie);
   const values = rules.cookies.map((name) => jar[name] ?? '');
   return values.every((v) => v.trim() === '') ? undefined : `cookies:${values.join(';')}`;

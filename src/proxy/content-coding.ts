@@ -69,8 +69,14 @@ const ZLIB_ENCODE = { level: RECODE_ZLIB_LEVEL, chunkSize: CODING_CHUNK_BYTES };
 /** Options of a response's zlib decoders (gzip, deflate, brotli). */
 const DECODE = { chunkSize: CODING_CHUNK_BYTES };
 
+/**
+ * Content codings the shim can undo and redo (RFC 9110 §8.4.1; `zstd`: RFC 8878 §7.2), in the order
+ * messages name them; {@link supportedCoding} maps a header value onto one of them.
+ */
+export const SUPPORTED_CODINGS = ['identity', 'gzip', 'deflate', 'br', 'zstd'] as const;
+
 /** Content codings the patcher can undo and redo. */
-export type SupportedCoding = 'identity' | 'gzip' | 'deflate' | 'br' | 'zstd';
+export type SupportedCoding = (typeof SUPPORTED_CODINGS)[number];
 
 /**
  * Reads a `Content-Encoding` header value.

@@ -5,7 +5,13 @@
 import type { IncomingMessage } from 'node:http';
 import { releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
-import { DecodedTooLargeError, decodeBody, encodeBody, supportedCoding } from './content-coding.ts';
+import {
+  DecodedTooLargeError,
+  decodeBody,
+  encodeBody,
+  SUPPORTED_CODINGS,
+  supportedCoding,
+} from './content-coding.ts';
 import { ShimError } from './errors.ts';
 import type { ExchangeHooks } from './types.ts';
 
@@ -114,11 +120,18 @@ export function readBoundedBody(
 /**
  * Buffers a request body (bounded), undoes its `Content-Encoding`, runs the body rewrites and redoes
  * the encoding when anything changed (RFC 9110 §8.4).
+ *
+ * A body that decodes to no bytes (a chunked body of only its last chunk, `0\r\n\r\n`, or a gzip
+ * stream of nothing) has nothing to rewrite: the rewrites are not called and the client's bytes go
+ * upstream as they came, as a `Content-Length: 0` request's do (which never reaches this seam). The
+ * caller frames what it returns with a `Content-Length` (RFC 9112 §6.2), so an empty chunked body
+ * arrives as `Content-Length: 0`.
  * @param req The request, unread.
  * @param rewrites The hooks with a `body` rewrite, in plugin order.
  * @param limit `MAX_REWRITE_BODY` in bytes (encoded and decoded).
  * @param options Budget reservation (the decoded copy is reserved too) and deadline.
- * @returns The body to forward: the client's own bytes when no rewrite changed anything.
+ * @returns The body to forward: the client's own bytes when the body is empty or no rewrite changed
+ *   anything.
  * @throws {ShimError} `size` (413) above `limit` bytes (encoded or decoded), `encoding` (415) for a
  *   content coding the shim cannot undo, `body` (400) for a body that does not decode,
  *   `buffer_budget` (503), `body_timeout` (408), and whatever the rewrites throw.
@@ -134,7 +147,7 @@ export async function rewriteRequestBody(
   if (coding === undefined) {
     throw new ShimError(
       'encoding',
-      'The request body uses a Content-Encoding this proxy cannot rewrite; send it as identity, gzip, deflate or br.',
+      `The request body uses a Content-Encoding this proxy cannot rewrite; send it as ${CODING_NAMES}.`,
     );
   }
   const raw = await readBoundedBody(req, limit, options);
@@ -153,11 +166,15 @@ export async function rewriteRequestBody(
     }
     if (options.reservation && !options.reservation.grow(body.length)) throw overBudget();
   }
+  if (body.length === 0) return raw;
   const decoded = body;
   for (const hooks of rewrites) body = hooks.body?.rewrite(body) ?? body;
   if (body === decoded) return raw;
   return coding === 'identity' ? body : encodeBody(body, coding);
 }
+
+/** The codings a rewritten request body may use, for the 415 message: `identity, gzip, deflate, br or zstd`. */
+const CODING_NAMES = `${SUPPORTED_CODINGS.slice(0, -1).join(', ')} or ${SUPPORTED_CODINGS.at(-1)}`;
 
 /** A request body larger than this is not drained when the shim rejects early; the connection closes instead. */
 const DRAIN_LIMIT = 64 * 1024;

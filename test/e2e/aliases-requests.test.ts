@@ -202,6 +202,41 @@ describe('what reaches the upstream (raw upstream)', () => {
     },
   );
 
+  it('an empty chunked body (`0\\r\\n\\r\\n`) is forwarded as a Content-Length: 0 body is, not refused as JSON', async () => {
+    const head = (framing: string) =>
+      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: test-key\r\n` +
+      `Content-Type: application/json\r\n${framing}\r\nConnection: close\r\n\r\n`;
+    const chunked = await sendRawUntilClose(stack.url, `${head('Transfer-Encoding: chunked')}0\r\n\r\n`);
+    expect(statusesIn(chunked)).toEqual([200]);
+    const viaChunked = last();
+    const empty = await sendRawUntilClose(stack.url, head('Content-Length: 0'));
+    expect(statusesIn(empty)).toEqual([200]);
+    const viaLength = last();
+    for (const forwarded of [viaChunked, viaLength]) {
+      expect(forwarded.requestLine).toBe('POST /missions HTTP/1.1');
+      expect(forwarded.headers['content-length']).toBe('0');
+      expect(forwarded.headers['transfer-encoding']).toBeUndefined();
+      expect(forwarded.headers['content-type']).toBe('application/json');
+      expect(forwarded.body).toBe('');
+    }
+  });
+
+  it('a gzip body that decodes to nothing is forwarded untouched', async () => {
+    const sent = zlib.gzipSync(Buffer.alloc(0));
+    const reply = await send(
+      stack.url,
+      'POST',
+      '/missions',
+      { ...LEGACY, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      sent,
+    );
+    expect(reply.status).toBe(200);
+    const forwarded = last();
+    expect(forwarded.headers['content-encoding']).toBe('gzip');
+    expect(forwarded.headers['content-length']).toBe(String(sent.length));
+    expect(Buffer.from(forwarded.body, 'latin1').equals(sent)).toBe(true);
+  });
+
   it('answers 415 for a content coding it cannot undo, and 400 for a body that does not decode', async () => {
     // Nothing reaches the upstream, on a new connection or a pooled one.
     const upstreamBytes = () => raw.received.reduce((n, r) => n + r.length, 0);
@@ -217,6 +252,7 @@ describe('what reaches the upstream (raw upstream)', () => {
     );
     expect(lzw.status).toBe(415);
     expect(lzw.json()).toMatchObject({ statusCode: 415, error: 'Unsupported Media Type' });
+    expect(lzw.json().message).toMatch(/send it as identity, gzip, deflate, br or zstd\.$/);
     const broken = await send(
       stack.url,
       'POST',

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   consumerOf,
+  countsAsUse,
   keyFingerprint,
   MAX_CONSUMER_CHARS,
   SESSION_CONSUMER,
@@ -14,6 +15,7 @@ import {
   UNKEYED_CONSUMER,
   userAgentProduct,
 } from '../../../src/aliases/consumer.ts';
+import { checkCredentials, parseCookies } from '../../../src/gates/credentials.ts';
 
 const KEY = 'fingerprint-key-0123456789';
 const rules = { apiKeyHeader: 'x-api-key', fingerprintKey: KEY, consumerHeader: 'x-consumer-id' };
@@ -35,6 +37,43 @@ describe('consumerOf', () => {
     expect(consumerOf({ 'x-api-key': 'sk_live_abc' }, { apiKeyHeader: 'x-api-key' })).toBe(UNKEYED_CONSUMER);
   });
 
+  it('agrees with the credential gate on whether a key was sent: a whitespace key (NBSP too) is a cookie session', () => {
+    const cookie = 'authtoken=a; refreshtoken=b';
+    for (const blank of ['\u00a0', ' \u00a0\t', '\u2003', '\ufeff']) {
+      const headers = { 'x-api-key': blank, cookie };
+      const gate = checkCredentials(
+        { headers, rawHeaders: ['x-api-key', blank, 'cookie', cookie] },
+        () => parseCookies(cookie),
+        { apiKeyHeader: 'x-api-key', cookies: ['authtoken', 'refreshtoken'] },
+      );
+      expect(gate).toBe('cookies');
+      expect(consumerOf(headers, rules)).toBe(SESSION_CONSUMER);
+    }
+  });
+
+  it('fingerprints the key as the gate reads it: trimmed', () => {
+    const expected = keyFingerprint(KEY, 'sk_live_abc');
+    expect(consumerOf({ 'x-api-key': '\u00a0sk_live_abc\t' }, rules)).toBe(expected);
+    expect(consumerOf({ 'x-api-key': ' sk_live_abc ' }, rules)).toBe(expected);
+  });
+
+  it('names a key-based consumer exactly when the gate admits the request by its key', () => {
+    const spaces = fc.constantFrom(' ', '\t', '\u00a0', '\u2003', '\u3000', 'k', '_');
+    fc.assert(
+      fc.property(
+        fc.array(spaces, { maxLength: 6 }).map((cs) => cs.join('')),
+        (apiKey) => {
+          const gate = checkCredentials(
+            { headers: { 'x-api-key': apiKey }, rawHeaders: ['x-api-key', apiKey] },
+            () => ({}),
+            { apiKeyHeader: 'x-api-key', cookies: ['authtoken'] },
+          );
+          expect(consumerOf({ 'x-api-key': apiKey }, rules) !== SESSION_CONSUMER).toBe(gate === 'api-key');
+        },
+      ),
+    );
+  });
+
   it('never returns a byte sequence of the API key longer than chance allows', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 20, maxLength: 80 }), (apiKey) => {
@@ -44,6 +83,16 @@ describe('consumerOf', () => {
         }
       }),
     );
+  });
+});
+
+describe('countsAsUse (a request counts once the upstream answered it, not with 401 or 5xx)', () => {
+  it.each([200, 201, 204, 206, 301, 304, 400, 403, 404, 409, 413, 422, 429, 499])('%i counts', (status) => {
+    expect(countsAsUse(status)).toBe(true);
+  });
+
+  it.each([401, 500, 501, 502, 503, 504, 599])('%i does not', (status) => {
+    expect(countsAsUse(status)).toBe(false);
   });
 });
 

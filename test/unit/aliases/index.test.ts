@@ -125,6 +125,9 @@ describe('createAliasLayer — request rewrites and signals', () => {
       ['Warning', '299 - "ignoreTags is deprecated; use ignoreMissingMetadata"'],
     ]);
     expect(exchange.logFields).toEqual({ aliases: ['tags', 'ignoreTags'], consumer: 'session' });
+    // Counted once the upstream has answered (src/aliases/consumer.ts countsAsUse), not before.
+    expect(await uses()).toEqual([]);
+    hooks.onResponse!(201, JSON_TYPE);
     expect(await uses()).toEqual(['tags request 0.59 1', 'ignoreTags request 0.59 1']);
   });
 
@@ -162,6 +165,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
       ['Warning', '299 - "tags is deprecated; use metadataByTypeUuid"'],
     ]);
     expect(exchange.logFields.aliases).toEqual(['tags']);
+    hooks.onResponse!(200, JSON_TYPE);
     expect(await uses()).toEqual(['tags request 0.9 1']);
   });
 
@@ -181,6 +185,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
     hooks.rewriteQuery!('tags=a');
     hooks.rewriteQuery!('tags=b');
     expect(exchange.responseHeaders).toHaveLength(1);
+    hooks.onResponse!(200, JSON_TYPE);
     expect(await uses()).toEqual(['tags request 0.59 1']);
   });
 
@@ -206,6 +211,46 @@ describe('createAliasLayer — request rewrites and signals', () => {
     expect(warnings.length).toBeLessThan(60);
     expect(warnings.reduce((n, [, v]) => n + v.length, 0)).toBeLessThanOrEqual(4096);
     expect(exchange.logFields.aliases).toHaveLength(60);
+  });
+});
+
+describe('createAliasLayer — a request counts once the upstream answered it, not with 401 or 5xx', () => {
+  /** The usage signals after one aliased request (query and body) that the upstream answered `status`. */
+  async function countedAfter(status: number | undefined) {
+    const { plugin, registry, exchangeOf, uses } = setup();
+    const exchange = exchangeOf('POST', '/missions', { ...JSON_TYPE, 'x-api-key': 'made-up' });
+    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    hooks.body!.rewrite(Buffer.from('{"tags":{}}'));
+    if (status !== undefined) hooks.onResponse!(status, JSON_TYPE);
+    const consumers = (await registry.getSingleMetric('shim_alias_consumers')!.get()).values;
+    // The signals that describe the request itself are there whatever the answer.
+    expect(exchange.logFields).toEqual({ aliases: ['tags'], consumer: 'api-key' });
+    expect(exchange.responseHeaders).toEqual([['Warning', '299 - "tags is deprecated; use metadata"']]);
+    return { uses: await uses(), consumers: consumers.map((v) => [v.labels.consumer, v.value]) };
+  }
+
+  it.each([200, 201, 204, 304, 400, 403, 404, 409, 413, 429])('%i counts', async (status) => {
+    expect(await countedAfter(status)).toEqual({
+      uses: ['tags request 0.59 1'],
+      consumers: [['api-key', 1]],
+    });
+  });
+
+  it.each([401, 500, 502, 503, 504])('%i does not count', async (status) => {
+    expect(await countedAfter(status)).toEqual({ uses: [], consumers: [] });
+  });
+
+  it('a request the upstream never answered (the shim answered 502/504, the client left) does not count', async () => {
+    expect(await countedAfter(undefined)).toEqual({ uses: [], consumers: [] });
+  });
+
+  it('a request that used no alias counts nowhere, whatever the answer', async () => {
+    const { plugin, registry, exchangeOf, uses } = setup();
+    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/files?metadataByTypeUuid=a'), req));
+    hooks.rewriteQuery!('metadataByTypeUuid=a');
+    hooks.onResponse!(200, JSON_TYPE);
+    expect(await uses()).toEqual([]);
+    expect((await registry.getSingleMetric('shim_alias_consumers')!.get()).values).toEqual([]);
   });
 });
 

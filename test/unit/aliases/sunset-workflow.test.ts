@@ -219,6 +219,31 @@ describe('brownouts', () => {
     expect(await metric('shim_alias_brownout_refusals_total')).toEqual([[{ route: 'POST /missions' }, 1]]);
   });
 
+  it('count a request only once the upstream answered it, and not a 401 or a 5xx (usage poisoning)', async () => {
+    const { plugin, exchangeOf, setClock, metric, usage } = setup({ brownouts: BROWNOUTS });
+    setClock('2027-01-12T14:10:00Z');
+    const browned = (key: string) => {
+      const ex = exchangeOf('GET', '/files?tags=a', { 'x-api-key': key });
+      return { ex, hooks: plugin.onRequest(ex, req)! };
+    };
+    for (const status of [401, 500, 503]) browned(`made-up-${status}`).hooks.onResponse!(status, JSON_TYPE);
+    const unanswered = browned('made-up-never-answered');
+    // The warning and the log fields describe each request, answered or not …
+    expect(unanswered.ex.logFields).toMatchObject({ brownout: true, consumer: expect.any(String) });
+    expect(unanswered.ex.responseHeaders).toHaveLength(1);
+    // … but nothing counted: a 401 is no refusal of the alias, a 5xx and no answer say nothing of the caller.
+    expect(await metric('shim_alias_brownout_requests_total')).toEqual([]);
+    expect(await metric('shim_alias_brownout_refusals_total')).toEqual([]);
+    expect(usage().consumers).toEqual([]);
+    browned('real-key').hooks.onResponse!(400, JSON_TYPE);
+    browned('real-key').hooks.onResponse!(200, JSON_TYPE);
+    expect(await metric('shim_alias_brownout_requests_total')).toEqual([[{ route: 'GET /files' }, 2]]);
+    expect(await metric('shim_alias_brownout_refusals_total')).toEqual([[{ route: 'GET /files' }, 1]]);
+    expect(usage().consumers).toEqual([
+      expect.objectContaining({ consumer: keyFingerprint(FINGERPRINT_KEY, 'real-key'), count: 2 }),
+    ]);
+  });
+
   it('leave requests that cannot use an alias untouched inside the window', () => {
     const { plugin, exchangeOf, setClock } = setup({ brownouts: BROWNOUTS });
     setClock('2027-01-12T14:10:00Z');

@@ -58,6 +58,7 @@ describe('checkCredentials', () => {
     ['an empty API key', ['x-api-key', ''], 'problem'],
     ['an API key of spaces only', ['x-api-key', '   '], 'problem'],
     ['an API key of a tab only', ['x-api-key', '\t'], 'problem'],
+    ['an API key of a no-break space only', ['x-api-key', '\u00a0'], 'problem'],
     ['a duplicated API key', ['x-api-key', 'a', 'X-Api-Key', 'b'], 'problem'],
     ['a duplicated API key, one empty', ['x-api-key', 'a', 'x-api-key', ''], 'problem'],
     ['both cookies', ['Cookie', 'authtoken=a; refreshtoken=r'], 'cookies'],
@@ -200,6 +201,7 @@ describe('consumerOf', () => {
 
   it('is the API key, else the auth cookies, else undefined', () => {
     expect(of(['x-api-key', ' k '])).toBe('key:k');
+    expect(of(['x-api-key', '\u00a0', 'Cookie', 'authtoken=a; refreshtoken=r'])).toBe('cookies:a;r');
     expect(of(['x-api-key', 'k', 'Cookie', 'authtoken=a; refreshtoken=r'])).toBe('key:k');
     expect(of(['Cookie', 'authtoken=a; refreshtoken=r; theme=x'])).toBe('cookies:a;r');
     expect(of(['Cookie', 'theme=x'])).toBeUndefined();

@@ -14,6 +14,7 @@ import {
   RECODE_BROTLI_QUALITY,
   RECODE_ZLIB_LEVEL,
   RECODE_ZSTD_LEVEL,
+  SUPPORTED_CODINGS,
   type SupportedCoding,
   supportedCoding,
 } from '../../../src/proxy/content-coding.ts';
@@ -50,6 +51,13 @@ describe('supportedCoding', () => {
     ['gzip;q=1', undefined],
   ])('%j → %s', (value, expected) => {
     expect(supportedCoding(value)).toBe(expected);
+  });
+});
+
+describe('SUPPORTED_CODINGS', () => {
+  it('lists exactly the codings supportedCoding accepts, each by its own name', () => {
+    for (const coding of SUPPORTED_CODINGS) expect(supportedCoding(coding)).toBe(coding);
+    expect([...SUPPORTED_CODINGS].sort()).toEqual(['br', 'deflate', 'gzip', 'identity', 'zstd']);
   });
 });
 

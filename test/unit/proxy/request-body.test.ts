@@ -3,10 +3,13 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
+import { SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import { ClientAbortedError, readBoundedBody } from '../../../src/proxy/request-body.ts';
+import { ClientAbortedError, readBoundedBody, rewriteRequestBody } from '../../../src/proxy/request-body.ts';
+import type { ExchangeHooks } from '../../../src/proxy/types.ts';
 
 /** A request stand-in: a readable stream with `headers` and `complete`, like `IncomingMessage`. */
 function requestOf(chunks: readonly (string | Buffer)[], headers: IncomingHttpHeaders = {}): IncomingMessage {
@@ -237,5 +240,61 @@ describe('readBoundedBody with a deadline (BODY_TIMEOUT_MS → 408)', () => {
     const controller = new AbortController();
     const body = await readBoundedBody(requestOf(['ok']), 1024, { signal: controller.signal });
     expect(body.toString()).toBe('ok');
+  });
+});
+
+describe('rewriteRequestBody', () => {
+  const JSON_HEADERS = { 'content-type': 'application/json', 'transfer-encoding': 'chunked' };
+  /** A rewrite that, like the alias layer's, refuses what is not a JSON object, and records its calls. */
+  function strictRewrite() {
+    const calls: string[] = [];
+    const hooks: ExchangeHooks = {
+      body: {
+        rewrite(body) {
+          calls.push(body.toString());
+          if (!body.toString().startsWith('{')) throw new ShimError('body', 'Request body is not valid JSON');
+          return Buffer.from(body.toString().replace('"tags"', '"metadata"'));
+        },
+      },
+    };
+    return { calls, hooks };
+  }
+
+  it('refuses a coding it cannot undo with 415, naming every coding it can (zstd included)', async () => {
+    const { calls, hooks } = strictRewrite();
+    const req = requestOf(['xx'], { ...JSON_HEADERS, 'content-encoding': 'compress' });
+    const err = await rejection(rewriteRequestBody(req, [hooks], 1024));
+    expect(err).toBeInstanceOf(ShimError);
+    expect((err as ShimError).statusCode).toBe(415);
+    expect((err as ShimError).message).toContain('send it as identity, gzip, deflate, br or zstd.');
+    for (const coding of SUPPORTED_CODINGS) expect((err as ShimError).message).toContain(coding);
+    expect(calls).toEqual([]);
+  });
+
+  it('rewrites a body that has bytes', async () => {
+    const { calls, hooks } = strictRewrite();
+    const out = await rewriteRequestBody(requestOf(['{"tags":1}'], JSON_HEADERS), [hooks], 1024);
+    expect(out.toString()).toBe('{"metadata":1}');
+    expect(calls).toEqual(['{"tags":1}']);
+  });
+
+  it('passes an empty body (a chunked `0\\r\\n\\r\\n`) through without calling the rewrites', async () => {
+    const { calls, hooks } = strictRewrite();
+    const out = await rewriteRequestBody(requestOf([], JSON_HEADERS), [hooks], 1024);
+    expect(out.length).toBe(0);
+    expect(calls).toEqual([]);
+  });
+
+  it.each([
+    ['gzip', zlib.gzipSync(Buffer.alloc(0))],
+    ['deflate', zlib.deflateSync(Buffer.alloc(0))],
+    ['br', zlib.brotliCompressSync(Buffer.alloc(0))],
+    ['zstd', zlib.zstdCompressSync(Buffer.alloc(0))],
+  ])('passes a %s body that decodes to nothing through as the client sent it', async (coding, encoded) => {
+    const { calls, hooks } = strictRewrite();
+    const req = requestOf([encoded], { ...JSON_HEADERS, 'content-encoding': coding });
+    const out = await rewriteRequestBody(req, [hooks], 1024);
+    expect(out.equals(encoded)).toBe(true);
+    expect(calls).toEqual([]);
   });
 });
