@@ -90,12 +90,14 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
  * (SPEC §3 step 5, service document part 5), so a request is evidence of a consumer only once the
  * upstream has answered it without refusing its credentials:
  * - 2xx, 3xx → counts: the upstream served it;
- * - 4xx other than 401 → counts: the upstream knew the caller and refused the operation (403, RFC 9110
- *   §15.5.4) or its content (400, 404, 409, …; a NestJS upstream runs its guards before its validation
- *   pipes). In a brownout, the upstream's 400 `property tags should not exist` is the very breakage
- *   being rehearsed;
- * - 401 → does not count: the upstream refused the credentials (RFC 9110 §15.5.2); anyone can provoke
- *   it with a made-up key;
+ * - 4xx other than 401 and 403 → counts: the upstream knew the caller and refused the request's
+ *   content or state (400, 404, 409, …; a NestJS upstream runs its guards before its validation pipes).
+ *   In a brownout, the upstream's 400 `property tags should not exist` is the very breakage being
+ *   rehearsed;
+ * - 401, 403 → do not count: the upstream refused the credentials (RFC 9110 §15.5.2), or refused the
+ *   caller (§15.5.4) — which is also what a NestJS guard that returns `false` answers for a made-up key
+ *   (the service document, part 5, does not say which the service sends). Anyone can provoke either;
+ *   a real consumer's refused requests are few beside its served ones;
  * - 5xx → does not count: the upstream failed before it could say anything about the caller (a crash,
  *   its own gateway's 502/503), so a made-up key would count whenever the upstream is in trouble;
  * - no answer at all (the shim's 502/504, a client that went away, a request the shim refused) never
@@ -106,9 +108,10 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
  * @example
  * countsAsUse(200); // true
  * countsAsUse(401); // false
+ * countsAsUse(403); // false
  */
 export function countsAsUse(status: number): boolean {
-  return status < 500 && status !== 401;
+  return status < 500 && status !== 401 && status !== 403;
 }
 
 /** `product` or `product/version` (RFC 9110 §10.1.5; tokens per §5.6.2). */

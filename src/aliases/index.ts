@@ -62,8 +62,8 @@ export const USAGE_PATH = '/aliases/usage';
  *   the headers and log fields above describe the request and are set when it is rewritten; the usage
  *   table, `shim_alias_consumers` and `shim_alias_uses_total{direction="request"}` count it only in
  *   `onResponse`, once the upstream has answered with a status that {@link countsAsUse} accepts (below
- *   500 and not 401: the shim admits any non-empty API key, the upstream verifies it). A request the
- *   upstream refused with 401, answered with a 5xx, or never answered (the shim's own 4xx/502/504, a
+ *   500 and not 401 or 403: the shim admits any non-empty API key, the upstream verifies it). A request the
+ *   upstream refused with 401 or 403, answered with a 5xx, or never answered (the shim's own 4xx/502/504, a
  *   client that went away) is not counted, so made-up keys can neither keep the signal that decides the
  *   layer's removal above zero nor fill the table.
  * - Brownouts (`ALIAS_BROWNOUTS`, clock `context.now`): inside a window the layer does what its
@@ -72,7 +72,7 @@ export const USAGE_PATH = '/aliases/usage';
  *   body is streamed, never scanned, exactly as without the layer), gets one
  *   `Warning: 299 - "<aliases>: aliases are browned out until <end> …; see <ALIAS_DOCS_URL>"`, the log
  *   fields `brownout: true` and `consumer`; by the same rule ({@link countsAsUse}: once the upstream
- *   answered, below 500 and not 401) it counts in `shim_alias_brownout_requests_total{route}`, in
+ *   answered, below 500 and not 401 or 403) it counts in `shim_alias_brownout_requests_total{route}`, in
  *   `shim_alias_brownout_refusals_total{route}` when that answer is a 4xx, and in the usage table when
  *   the query showed the alias (a body marked by route may hold none).
  *

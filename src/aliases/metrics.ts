@@ -35,10 +35,10 @@ export interface AliasMetrics {
   /**
    * `shim_alias_brownout_requests_total{route}`: requests of legacy clients on an aliased route
    * (`route` = `METHOD /pattern` from the alias table) that a brownout left untranslated, counted once
-   * the upstream answered them with a status below 500 other than 401 (`countsAsUse`, consumer.ts).
+   * the upstream answered them with a status below 500 other than 401 and 403 (`countsAsUse`, consumer.ts).
    */
   readonly brownoutRequests: Counter<'route'>;
-  /** `shim_alias_brownout_refusals_total{route}`: of those, the ones the upstream answered 4xx (not 401). */
+  /** `shim_alias_brownout_refusals_total{route}`: of those, the ones the upstream answered 4xx (not 401 or 403). */
   readonly brownoutRefusals: Counter<'route'>;
 }
 
@@ -68,7 +68,7 @@ export function createAliasMetrics(
   });
   const brownoutRefusals = new Counter({
     name: ALIAS_BROWNOUT_REFUSALS_METRIC,
-    help: 'Of the browned-out requests, those the upstream refused (4xx other than 401), by alias-table route.',
+    help: 'Of the browned-out requests, those the upstream refused (4xx other than 401 and 403), by alias-table route.',
     labelNames: ['route'] as const,
     registers: [registry],
   });

@@ -10,7 +10,7 @@
  * (`GET /aliases/usage`, `shim_alias_consumers`), pushing out the real stragglers operators must reach.
  * The same held for the brownout counters and the brownout usage attribution.
  *
- * Now a request counts only once the upstream answered it with a status below 500 other than 401
+ * Now a request counts only once the upstream answered it with a status below 500 other than 401 and 403
  * (`countsAsUse`, src/aliases/consumer.ts). The deprecation `Warning` and the log fields still describe
  * every request. The upstream here is a real `node:http` server that verifies keys: 401 for any key
  * but {@link REAL_KEY}, and, like the canonical backend, 400 for a query parameter it does not know.

@@ -86,12 +86,12 @@ describe('consumerOf', () => {
   });
 });
 
-describe('countsAsUse (a request counts once the upstream answered it, not with 401 or 5xx)', () => {
-  it.each([200, 201, 204, 206, 301, 304, 400, 403, 404, 409, 413, 422, 429, 499])('%i counts', (status) => {
+describe('countsAsUse (a request counts once the upstream answered it, not with 401, 403 or 5xx)', () => {
+  it.each([200, 201, 204, 206, 301, 304, 400, 404, 409, 413, 422, 429, 499])('%i counts', (status) => {
     expect(countsAsUse(status)).toBe(true);
   });
 
-  it.each([401, 500, 501, 502, 503, 504, 599])('%i does not', (status) => {
+  it.each([401, 403, 500, 501, 502, 503, 504, 599])('%i does not', (status) => {
     expect(countsAsUse(status)).toBe(false);
   });
 });

@@ -214,7 +214,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
   });
 });
 
-describe('createAliasLayer — a request counts once the upstream answered it, not with 401 or 5xx', () => {
+describe('createAliasLayer — a request counts once the upstream answered it, not with 401, 403 or 5xx', () => {
   /** The usage signals after one aliased request (query and body) that the upstream answered `status`. */
   async function countedAfter(status: number | undefined) {
     const { plugin, registry, exchangeOf, uses } = setup();
@@ -229,14 +229,14 @@ describe('createAliasLayer — a request counts once the upstream answered it, n
     return { uses: await uses(), consumers: consumers.map((v) => [v.labels.consumer, v.value]) };
   }
 
-  it.each([200, 201, 204, 304, 400, 403, 404, 409, 413, 429])('%i counts', async (status) => {
+  it.each([200, 201, 204, 304, 400, 404, 409, 413, 429])('%i counts', async (status) => {
     expect(await countedAfter(status)).toEqual({
       uses: ['tags request 0.59 1'],
       consumers: [['api-key', 1]],
     });
   });
 
-  it.each([401, 500, 502, 503, 504])('%i does not count', async (status) => {
+  it.each([401, 403, 500, 502, 503, 504])('%i does not count', async (status) => {
     expect(await countedAfter(status)).toEqual({ uses: [], consumers: [] });
   });
 
