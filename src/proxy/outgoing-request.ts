@@ -98,7 +98,8 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  *   `Content-Length`: stripped, a GET/DELETE body would go upstream unframed (smuggling).
  * - `Expect` is dropped: Node's server already answered `100 Continue` to the client.
  * - `X-Forwarded-For`, `-Proto`, `-Host`: this hop's value appended to the client's (all repeats
- *   joined with `, `), one header each.
+ *   joined with `, `), one header each. A client's value that `Connection` names is dropped like any
+ *   header it names: this hop's value goes alone.
  * - With `dropRange`: `Range` and `If-Range` dropped.
  *
  * @param client The client's head (see {@link ClientHead}).
@@ -125,9 +126,12 @@ export function buildUpstreamHeaders(
     if (typeof value === 'string') out.push(name, value);
     else if (value !== undefined) for (const v of value) out.push(name, v);
   }
-  const forwardedFor = text(headers['x-forwarded-for']);
-  const forwardedProto = text(headers['x-forwarded-proto']);
-  const forwardedHost = text(headers['x-forwarded-host']);
+  // A header `Connection` names is the previous hop's, never ours to pass on: not even as the prior
+  // values of this hop's X-Forwarded-* (RFC 9110 §7.6.1).
+  const prior = (name: string) => (listed.includes(name) ? undefined : text(headers[name]));
+  const forwardedFor = prior('x-forwarded-for');
+  const forwardedProto = prior('x-forwarded-proto');
+  const forwardedHost = prior('x-forwarded-host');
   const framing = requestFraming(client.headers, options.rewrittenLength);
   if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
   else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');

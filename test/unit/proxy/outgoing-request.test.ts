@@ -116,6 +116,32 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'host')).toEqual(['shim.test']);
   });
 
+  it("drops the client's X-Forwarded-* that Connection names, and still sends this hop's (RFC 9110 §7.6.1)", () => {
+    const { headers } = buildUpstreamHeaders(
+      client({
+        connection: 'X-Forwarded-For, x-forwarded-proto,X-FORWARDED-HOST',
+        'x-forwarded-for': '6.6.6.6',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'evil.test',
+      }),
+    );
+    expect(values(headers, 'x-forwarded-for')).toEqual(['10.0.0.7']);
+    expect(values(headers, 'x-forwarded-proto')).toEqual(['http']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['shim.test']);
+  });
+
+  it('keeps the X-Forwarded-* that Connection does not name', () => {
+    const { headers } = buildUpstreamHeaders(
+      client({
+        connection: 'x-forwarded-host',
+        'x-forwarded-for': '1.1.1.1',
+        'x-forwarded-host': 'evil.test',
+      }),
+    );
+    expect(values(headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 10.0.0.7']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['shim.test']);
+  });
+
   it('re-frames a body of known length even when Connection names Content-Length (smuggling)', () => {
     const { headers, framing } = buildUpstreamHeaders(
       client({ connection: 'content-length', 'content-length': '5' }),
