@@ -308,6 +308,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   ): void => {
     const { headers } = buildUpstreamHeaders(
       {
+        method: req.method ?? 'GET',
         headers: req.headers,
         remoteAddress: req.socket.remoteAddress,
         encrypted: (req.socket as Socket & { encrypted?: boolean }).encrypted === true,

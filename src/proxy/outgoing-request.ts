@@ -16,6 +16,20 @@ export type Framing =
   | { readonly kind: 'chunked' };
 
 /**
+ * Methods whose Node client frames a request without a body as "no body" (`useChunkedEncodingByDefault`
+ * false in `node:http`'s `ClientRequest`); for every other method Node would send an empty chunked body.
+ * These are also the methods whose semantics do not anticipate content (RFC 9110 §9.3).
+ */
+const BODILESS_BY_DEFAULT: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'DELETE',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+]);
+
+/**
  * Decides the framing of the forwarded body (RFC 9112 §6.1–6.3).
  *
  * - A body the shim rewrote: its own length.
@@ -24,21 +38,32 @@ export type Framing =
  *   after the head, where the upstream reads them as the next request (request smuggling;
  *   test/security/request-smuggling.test.ts). If `Content-Length` came too (the hygiene gate rejects
  *   that), `Transfer-Encoding` wins and the length is dropped (RFC 9112 §6.3 rule 3).
- * - `Content-Length`: kept, validated by Node's parser.
- * - Neither: no body.
+ * - `Content-Length`: kept, validated by Node's parser (as a number: `003` goes on as `3`).
+ * - Neither: no body. For GET, HEAD, DELETE, OPTIONS, TRACE (and CONNECT): no framing header. For
+ *   every other method (POST, PUT, PATCH, extension methods): `Content-Length: 0`, as RFC 9110 §8.6
+ *   asks of a user agent when the method defines a meaning for content — left to Node, the request
+ *   would go as `Transfer-Encoding: chunked` with an empty last chunk, which an upstream that refuses
+ *   chunked requests (411) rejects.
  *
+ * @param method The request method, e.g. `POST` (upper case, as Node parsed it).
  * @param headers The client's parsed headers (lower-cased names).
  * @param rewrittenLength Length in bytes of the body the shim will send instead, when it rewrote one.
  * @returns The framing of the upstream request.
  * @example
- * requestFraming({ 'transfer-encoding': 'chunked' }) // → { kind: 'chunked' }
+ * requestFraming('POST', { 'transfer-encoding': 'chunked' }) // → { kind: 'chunked' }
+ * requestFraming('POST', {}) // → { kind: 'length', length: 0 }
+ * requestFraming('GET', {}) // → { kind: 'none' }
  */
-export function requestFraming(headers: IncomingHttpHeaders, rewrittenLength?: number): Framing {
+export function requestFraming(
+  method: string,
+  headers: IncomingHttpHeaders,
+  rewrittenLength?: number,
+): Framing {
   if (rewrittenLength !== undefined) return { kind: 'length', length: rewrittenLength };
   if (headers['transfer-encoding'] !== undefined) return { kind: 'chunked' };
   const declared = headers['content-length'];
   if (declared !== undefined) return { kind: 'length', length: Number(declared) };
-  return { kind: 'none' };
+  return BODILESS_BY_DEFAULT.has(method) ? { kind: 'none' } : { kind: 'length', length: 0 };
 }
 
 /** Whether the client sends a body at all (a declared length above 0, or chunked). */
@@ -48,6 +73,8 @@ export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
 
 /** What {@link buildUpstreamHeaders} needs to know about the client's request. */
 export interface ClientHead {
+  /** The request method (`IncomingMessage.method`), e.g. `POST`: decides the framing of an empty body. */
+  readonly method: string;
   /**
    * The client's headers as Node parsed them (`IncomingMessage.headers`): lower-cased names, repeats
    * joined (`Cookie` with `; `, most others with `, `) or, for singletons such as `Authorization`,
@@ -106,7 +133,7 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  * @param options Rewritten body length, Range dropping, the upstream's authority.
  * @returns `headers`, flat `[name, value, …]` for `http.request`, and the `framing` they announce.
  * @example
- * buildUpstreamHeaders({ headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
+ * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
  * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
  */
 export function buildUpstreamHeaders(
@@ -132,7 +159,7 @@ export function buildUpstreamHeaders(
   const forwardedFor = prior('x-forwarded-for');
   const forwardedProto = prior('x-forwarded-proto');
   const forwardedHost = prior('x-forwarded-host');
-  const framing = requestFraming(client.headers, options.rewrittenLength);
+  const framing = requestFraming(client.method, client.headers, options.rewrittenLength);
   if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
   else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');
   pushJoined(out, 'X-Forwarded-For', forwardedFor, client.remoteAddress);

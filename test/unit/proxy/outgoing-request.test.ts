@@ -13,6 +13,7 @@ import {
 } from '../../../src/proxy/outgoing-request.ts';
 
 const client = (headers: IncomingHttpHeaders, over: Partial<ClientHead> = {}): ClientHead => ({
+  method: 'GET',
   headers: { host: 'shim.test', ...headers },
   remoteAddress: '10.0.0.7',
   encrypted: false,
@@ -33,7 +34,6 @@ const values = (flat: string[], name: string) =>
 
 describe('requestFraming', () => {
   it.each<[string, IncomingHttpHeaders, number | undefined, unknown]>([
-    ['no body', {}, undefined, { kind: 'none' }],
     ['Content-Length', { 'content-length': '12' }, undefined, { kind: 'length', length: 12 }],
     ['Content-Length 0', { 'content-length': '0' }, undefined, { kind: 'length', length: 0 }],
     ['chunked', { 'transfer-encoding': 'chunked' }, undefined, { kind: 'chunked' }],
@@ -46,7 +46,21 @@ describe('requestFraming', () => {
     ],
     ['a rewritten body', { 'transfer-encoding': 'chunked' }, 42, { kind: 'length', length: 42 }],
   ])('%s', (_name, headers, rewritten, expected) => {
-    expect(requestFraming(headers, rewritten)).toEqual(expected);
+    expect(requestFraming('POST', headers, rewritten)).toEqual(expected);
+  });
+
+  it('reads a Content-Length with leading zeros as its number (003 → 3)', () => {
+    expect(requestFraming('POST', { 'content-length': '003' })).toEqual({ kind: 'length', length: 3 });
+  });
+
+  // RFC 9110 §8.6: Content-Length: 0 when the method defines a meaning for content; Node's default for
+  // these methods would be an empty chunked body.
+  it.each(['POST', 'PUT', 'PATCH', 'PROPFIND'])('no body on %s → Content-Length: 0', (method) => {
+    expect(requestFraming(method, {})).toEqual({ kind: 'length', length: 0 });
+  });
+
+  it.each(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE'])('no body on %s → no framing at all', (method) => {
+    expect(requestFraming(method, {})).toEqual({ kind: 'none' });
   });
 });
 
@@ -90,7 +104,7 @@ describe('buildUpstreamHeaders', () => {
   });
 
   it("gives a request without Host (HTTP/1.0) the upstream's authority, and no X-Forwarded-Host", () => {
-    const noHost = { headers: { accept: '*/*' }, remoteAddress: '10.0.0.1', encrypted: false };
+    const noHost = { method: 'GET', headers: { accept: '*/*' }, remoteAddress: '10.0.0.1', encrypted: false };
     const { headers } = buildUpstreamHeaders(noHost, { upstreamHost: 'backend.internal:3000' });
     expect(pairs(headers)).toEqual([
       ['host', 'backend.internal:3000'],
@@ -175,11 +189,22 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'transfer-encoding')).toEqual([]);
   });
 
-  it('sends no framing header for a request without a body', () => {
-    const { headers, framing } = buildUpstreamHeaders(client({}));
-    expect(values(headers, 'content-length')).toEqual([]);
-    expect(values(headers, 'transfer-encoding')).toEqual([]);
-    expect(framing).toEqual({ kind: 'none' });
+  it('sends no framing header for a GET, HEAD, DELETE or OPTIONS without a body', () => {
+    for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) {
+      const { headers, framing } = buildUpstreamHeaders(client({}, { method }));
+      expect(values(headers, 'content-length')).toEqual([]);
+      expect(values(headers, 'transfer-encoding')).toEqual([]);
+      expect(framing).toEqual({ kind: 'none' });
+    }
+  });
+
+  it('sends Content-Length: 0, never chunked, for a POST, PUT or PATCH without a body (RFC 9110 §8.6)', () => {
+    for (const method of ['POST', 'PUT', 'PATCH']) {
+      const { headers, framing } = buildUpstreamHeaders(client({}, { method }));
+      expect(values(headers, 'content-length')).toEqual(['0']);
+      expect(values(headers, 'transfer-encoding')).toEqual([]);
+      expect(framing).toEqual({ kind: 'length', length: 0 });
+    }
   });
 
   it('drops Expect: Node already answered 100 Continue', () => {
