@@ -27,7 +27,13 @@ import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { headerValue, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
-import { decideUpstreamFailure, IDEMPOTENT_METHODS, UPSTREAM_MESSAGES } from './upstream-error.ts';
+import {
+  decideUpstreamFailure,
+  IDEMPOTENT_METHODS,
+  NO_RESPONSE_CODE,
+  SWITCHED_PROTOCOLS_CODE,
+  UPSTREAM_MESSAGES,
+} from './upstream-error.ts';
 
 export { hasLargeUnreadBody } from './request-body.ts';
 export { upstreamErrorKind } from './upstream-error.ts';
@@ -75,6 +81,10 @@ const noop = (): void => {};
 
 /** Error code the shim gives its own upstream timeout. */
 const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
+
+/** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
+const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
+  Object.assign(new Error(message), { code });
 
 /**
  * Creates the forwarder.
@@ -146,7 +156,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       upstreamReq.on('finish', () => {
         if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
       });
-      upstreamReq.on('close', () => clearTimeout(headerTimer));
 
       /** A failure of this attempt, before or after the upstream's head. */
       const fail = (err: NodeJS.ErrnoException) => {
@@ -175,8 +184,23 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         upstreamFailed(res, state, err, decision.kind, decision.action === 'respond');
       };
       upstreamReq.on('error', fail);
+      // Closed with neither a response nor an error — a 101 with `Connection: upgrade`, which Node's
+      // client, with no 'upgrade' listener, ends by destroying the socket: the client must not wait for
+      // a response that cannot come (SPEC §4: the shim never hangs a client).
+      upstreamReq.on('close', () => {
+        clearTimeout(headerTimer);
+        if (!headReceived)
+          fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
+      });
 
       upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
+        if (upstreamRes.statusCode === 101) {
+          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts), and
+          // its connection is destroyed, never pooled (the upstream may speak another protocol on it).
+          fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
+          upstreamReq.destroy();
+          return;
+        }
         headReceived = true;
         clearTimeout(headerTimer);
         release();
