@@ -20,7 +20,12 @@ import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
-import { buildUpstreamHeaders, hasRequestBody, upstreamTarget } from './outgoing-request.ts';
+import {
+  buildUpstreamHeaders,
+  type ForwardedHeaders,
+  hasRequestBody,
+  upstreamTarget,
+} from './outgoing-request.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
@@ -49,6 +54,11 @@ export interface ForwarderOptions {
    * long in any phase → 504 before the head, an aborted response after it.
    */
   upstreamTimeoutMs: number;
+  /**
+   * The client's `X-Forwarded-*` and `Forwarded`: appended to (SPEC §4, default) or replaced by this
+   * hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
+   */
+  forwardedHeaders?: ForwardedHeaders;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /** A request body held for a rewrite must have arrived this many ms after the head (408). */
@@ -94,6 +104,7 @@ const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const { upstreamTimeoutMs, maxRewriteBody, bodyTimeoutMs, budget, varyHeader, metrics, logger } = options;
+  const forwardedHeaders = options.forwardedHeaders ?? 'append';
   const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
   const { agent, target } = transport;
   const pathPrefix = options.upstream.pathname;
@@ -330,15 +341,22 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     dropRange: boolean,
     reservation: Reservation | undefined,
   ): void => {
-    const { headers } = buildUpstreamHeaders(
+    const { headers, invalidForwarded } = buildUpstreamHeaders(
       {
         method: req.method ?? 'GET',
         headers: req.headers,
         remoteAddress: req.socket.remoteAddress,
         encrypted: (req.socket as Socket & { encrypted?: boolean }).encrypted === true,
       },
-      { rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined, dropRange, upstreamHost },
+      {
+        forwardedHeaders,
+        rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
+        dropRange,
+        upstreamHost,
+      },
     );
+    // A forged X-Forwarded-Host or -Proto: dropped, and said in the request's log line.
+    if (invalidForwarded !== undefined) state.exchange.logFields.invalidForwarded = invalidForwarded;
     const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
     const release = reservation === undefined ? noop : () => reservation.release();
     forward(req, res, state, upstreamTarget(pathPrefix, url), headers, body, replayable, release);

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
+import { isHostSyntax } from './host-syntax.ts';
 
 /**
  * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
@@ -88,8 +89,22 @@ export interface ClientHead {
   readonly encrypted: boolean;
 }
 
+/**
+ * What the shim does with the forwarding headers a client sent (`FORWARDED_HEADERS`, src/config.ts):
+ *
+ * - `append` (SPEC §4, the default): this hop's `X-Forwarded-For`, `-Proto` and `-Host` are appended
+ *   to the client's; `Forwarded` (RFC 7239) passes untouched. For a shim behind a proxy that sets
+ *   these headers (an ingress), whose values the upstream should see first.
+ * - `replace`: the client's `X-Forwarded-For`, `-Proto`, `-Host` and `Forwarded` are dropped; this
+ *   hop's values go alone. For a shim that clients reach directly: an upstream that trusts its proxy
+ *   (Express `trust proxy`) reads the first value, which would otherwise be the client's choice.
+ */
+export type ForwardedHeaders = 'append' | 'replace';
+
 /** Options of {@link buildUpstreamHeaders}. */
 export interface UpstreamHeaderOptions {
+  /** The client's forwarding headers: appended to (default) or replaced; see {@link ForwardedHeaders}. */
+  readonly forwardedHeaders?: ForwardedHeaders;
   /** Length of the rewritten body, when the shim rewrote it. */
   readonly rewrittenLength?: number;
   /** Drop `Range` and `If-Range`: a response hook may patch the body, so the full 200 is needed (RFC 9110 §14.2). */
@@ -124,14 +139,23 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  *   it). Framing headers are always rebuilt from {@link requestFraming}, even when `Connection` names
  *   `Content-Length`: stripped, a GET/DELETE body would go upstream unframed (smuggling).
  * - `Expect` is dropped: Node's server already answered `100 Continue` to the client.
- * - `X-Forwarded-For`, `-Proto`, `-Host`: this hop's value appended to the client's (all repeats
- *   joined with `, `), one header each. A client's value that `Connection` names is dropped like any
- *   header it names: this hop's value goes alone.
+ * - `X-Forwarded-For`, `-Proto`, `-Host`: one header each, this hop's value (the client's address,
+ *   `http`/`https`, the client's `Host`) appended to the client's (all repeats joined with `, `), or
+ *   alone with `forwardedHeaders: 'replace'`, which also drops the client's `Forwarded`
+ *   ({@link ForwardedHeaders}). A client's value goes alone, too, when `Connection` names it (RFC 9110
+ *   §7.6.1), and when one of its elements is not what a proxy writes there: for `X-Forwarded-Host`,
+ *   a host and optional port (RFC 9110 §7.2, the `Host` grammar the hygiene gate holds `Host` to);
+ *   for `X-Forwarded-Proto`, a URI scheme (RFC 3986 §3.1). A proxy copies these from a `Host` and
+ *   scheme it accepted, so any other value is a client's forgery (`evil.test/reset?to=x`,
+ *   `https://evil.test/#`), which an upstream building links from the first value would echo: it is
+ *   dropped, named in `invalidForwarded`, and the request goes on (the `Host` it carries was valid).
  * - With `dropRange`: `Range` and `If-Range` dropped.
  *
  * @param client The client's head (see {@link ClientHead}).
- * @param options Rewritten body length, Range dropping, the upstream's authority.
- * @returns `headers`, flat `[name, value, …]` for `http.request`, and the `framing` they announce.
+ * @param options Forwarding-header mode, rewritten body length, Range dropping, the upstream's authority.
+ * @returns `headers`, flat `[name, value, …]` for `http.request`; the `framing` they announce; and
+ *   `invalidForwarded`, the client's forwarding headers dropped for an invalid value (lower-cased
+ *   names; absent when none was).
  * @example
  * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
  * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
@@ -139,9 +163,10 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
 export function buildUpstreamHeaders(
   client: ClientHead,
   options: UpstreamHeaderOptions = {},
-): { headers: string[]; framing: Framing } {
+): { headers: string[]; framing: Framing; invalidForwarded?: string[] } {
   const { headers } = client;
   const listed = connectionTokens(headers.connection);
+  const replace = options.forwardedHeaders === 'replace';
   const out: string[] = [];
   if (headers.host === undefined && options.upstreamHost !== undefined)
     out.push('Host', options.upstreamHost);
@@ -149,16 +174,26 @@ export function buildUpstreamHeaders(
     if (REPLACED.has(name) || HOP_BY_HOP.has(name)) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.dropRange && RANGE.has(name)) continue;
+    if (replace && name === 'forwarded') continue;
     const value = headers[name];
     if (typeof value === 'string') out.push(name, value);
     else if (value !== undefined) for (const v of value) out.push(name, v);
   }
   // A header `Connection` names is the previous hop's, never ours to pass on: not even as the prior
   // values of this hop's X-Forwarded-* (RFC 9110 §7.6.1).
-  const prior = (name: string) => (listed.includes(name) ? undefined : text(headers[name]));
+  const prior = (name: string) => (replace || listed.includes(name) ? undefined : text(headers[name]));
   const forwardedFor = prior('x-forwarded-for');
-  const forwardedProto = prior('x-forwarded-proto');
-  const forwardedHost = prior('x-forwarded-host');
+  let forwardedProto = prior('x-forwarded-proto');
+  let forwardedHost = prior('x-forwarded-host');
+  let invalidForwarded: string[] | undefined;
+  if (forwardedProto !== undefined && !everyElement(forwardedProto, isScheme)) {
+    forwardedProto = undefined;
+    invalidForwarded = ['x-forwarded-proto'];
+  }
+  if (forwardedHost !== undefined && !everyElement(forwardedHost, isHostSyntax)) {
+    forwardedHost = undefined;
+    invalidForwarded = [...(invalidForwarded ?? []), 'x-forwarded-host'];
+  }
   const framing = requestFraming(client.method, client.headers, options.rewrittenLength);
   if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
   else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');
@@ -166,7 +201,9 @@ export function buildUpstreamHeaders(
   pushJoined(out, 'X-Forwarded-Proto', forwardedProto, client.encrypted ? 'https' : 'http');
   const host = client.headers.host;
   pushJoined(out, 'X-Forwarded-Host', forwardedHost, typeof host === 'string' ? host : undefined);
-  return { headers: out, framing };
+  return invalidForwarded === undefined
+    ? { headers: out, framing }
+    : { headers: out, framing, invalidForwarded };
 }
 
 /**
@@ -180,6 +217,23 @@ export function buildUpstreamHeaders(
 export function upstreamTarget(prefix: string, target: string): string {
   const base = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
   return base === '' ? target : `${base}${target}`;
+}
+
+/** URI scheme (RFC 3986 §3.1): ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). */
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
+const isScheme = (element: string) => SCHEME.test(element);
+
+/**
+ * Whether every element of a comma-separated list (RFC 9110 §5.6.1; optional whitespace around each)
+ * is non-empty and passes `valid`. An empty whole value counts as no list (nothing to forward).
+ */
+function everyElement(list: string, valid: (element: string) => boolean): boolean {
+  if (list === '') return true;
+  for (const element of list.split(',')) {
+    const trimmed = element.replace(/^[ \t]+|[ \t]+$/g, '');
+    if (trimmed === '' || !valid(trimmed)) return false;
+  }
+  return true;
 }
 
 function text(value: string | string[] | undefined): string | undefined {

@@ -228,6 +228,99 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'x-forwarded-host')).toEqual(['edge.test, shim.test']);
   });
 
+  it('passes Forwarded (RFC 7239) untouched in append mode', () => {
+    const { headers } = buildUpstreamHeaders(client({ forwarded: 'for=1.1.1.1;proto=https' }));
+    expect(values(headers, 'forwarded')).toEqual(['for=1.1.1.1;proto=https']);
+  });
+
+  describe("forwardedHeaders: 'replace' (a front door clients reach directly)", () => {
+    const spoofed = {
+      'x-forwarded-for': '6.6.6.6',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'evil.test',
+      forwarded: 'for=6.6.6.6;host=evil.test;proto=https',
+    };
+
+    it("drops the client's X-Forwarded-For, -Proto, -Host and Forwarded; sends this hop's alone", () => {
+      const built = buildUpstreamHeaders(client(spoofed), { forwardedHeaders: 'replace' });
+      expect(values(built.headers, 'x-forwarded-for')).toEqual(['10.0.0.7']);
+      expect(values(built.headers, 'x-forwarded-proto')).toEqual(['http']);
+      expect(values(built.headers, 'x-forwarded-host')).toEqual(['shim.test']);
+      expect(values(built.headers, 'forwarded')).toEqual([]);
+      expect(built.invalidForwarded).toBeUndefined();
+    });
+
+    it('sends https over TLS, and no X-Forwarded-Host for a client without Host (HTTP/1.0)', () => {
+      const noHost = { method: 'GET', headers: { ...spoofed }, remoteAddress: '10.0.0.1', encrypted: true };
+      const { headers } = buildUpstreamHeaders(noHost, {
+        forwardedHeaders: 'replace',
+        upstreamHost: 'backend.internal:3000',
+      });
+      expect(values(headers, 'x-forwarded-proto')).toEqual(['https']);
+      expect(values(headers, 'x-forwarded-host')).toEqual([]);
+      expect(values(headers, 'host')).toEqual(['backend.internal:3000']);
+    });
+
+    it('keeps every other header', () => {
+      const { headers } = buildUpstreamHeaders(
+        client({ ...spoofed, 'x-forwarded-port': '443', accept: '*/*' }),
+        {
+          forwardedHeaders: 'replace',
+        },
+      );
+      expect(values(headers, 'accept')).toEqual(['*/*']);
+      expect(values(headers, 'x-forwarded-port')).toEqual(['443']);
+    });
+  });
+
+  describe('a client X-Forwarded-Host or -Proto no proxy would write (X-Forwarded-Host injection)', () => {
+    it.each([
+      'evil.test/reset?to=x',
+      'a@evil.test',
+      'evil.test#',
+      'x"><script>',
+      'edge.test, evil.test/reset',
+      ', edge.test',
+      'edge.test,,shim.test',
+      'bücher.example',
+    ])('drops X-Forwarded-Host %j; the client Host goes alone', (value) => {
+      const built = buildUpstreamHeaders(client({ 'x-forwarded-host': value }));
+      expect(values(built.headers, 'x-forwarded-host')).toEqual(['shim.test']);
+      expect(built.invalidForwarded).toEqual(['x-forwarded-host']);
+    });
+
+    it.each(['https://evil.test/#', 'http s', 'https, evil.test/x', '1http', ''])(
+      'drops X-Forwarded-Proto %j unless empty',
+      (value) => {
+        const built = buildUpstreamHeaders(client({ 'x-forwarded-proto': value }));
+        expect(values(built.headers, 'x-forwarded-proto')).toEqual(['http']);
+        expect(built.invalidForwarded).toEqual(value === '' ? undefined : ['x-forwarded-proto']);
+      },
+    );
+
+    it('keeps lists of hosts with ports, IP literals and schemes, with any whitespace around elements', () => {
+      const built = buildUpstreamHeaders(
+        client({
+          'x-forwarded-host': 'edge.test:8443 ,\t[::1]:80, 10.0.0.1',
+          'x-forwarded-proto': 'https,wss',
+        }),
+      );
+      expect(values(built.headers, 'x-forwarded-host')).toEqual([
+        'edge.test:8443 ,\t[::1]:80, 10.0.0.1, shim.test',
+      ]);
+      expect(values(built.headers, 'x-forwarded-proto')).toEqual(['https,wss, http']);
+      expect(built.invalidForwarded).toBeUndefined();
+    });
+
+    it('names both when both are forged, and keeps X-Forwarded-For', () => {
+      const built = buildUpstreamHeaders(
+        client({ 'x-forwarded-for': '1.1.1.1', 'x-forwarded-host': 'a/b', 'x-forwarded-proto': 'a:b' }),
+      );
+      expect(built.invalidForwarded).toEqual(['x-forwarded-proto', 'x-forwarded-host']);
+      expect(values(built.headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 10.0.0.7']);
+    });
+  });
+
   it('starts X-Forwarded-* when the client sent none, and skips an unknown address', () => {
     const { headers } = buildUpstreamHeaders(client({}, { remoteAddress: undefined }));
     expect(values(headers, 'x-forwarded-for')).toEqual([]);
