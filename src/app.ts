@@ -111,6 +111,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     upstream: deps.upstream,
     ...(config.upstreamCa !== undefined && { upstreamCa: config.upstreamCa }),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    forwardedHeaders: config.forwardedHeaders,
     maxRewriteBody: config.maxRewriteBody,
     bodyTimeoutMs: config.bodyTimeoutMs,
     budget,

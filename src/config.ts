@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
+import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 
 /** The shim's whole configuration, validated and frozen. */
@@ -58,6 +59,8 @@ export interface Config {
   upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
+  /** The client's `X-Forwarded-*` and `Forwarded`: appended to or replaced (`FORWARDED_HEADERS`, default `append`). */
+  forwardedHeaders: ForwardedHeaders;
   /** Drain time after SIGTERM, in ms (`SHUTDOWN_TIMEOUT_MS`). */
   shutdownTimeoutMs: number;
   /** pino level (`LOG_LEVEL`). */
@@ -380,6 +383,12 @@ export const CORE_VARIABLES = {
     meaning:
       'No upstream response headers within this many ms after the request was sent → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504; **after the headers, the client connection is aborted, not answered with 504** (a status was already sent; a cut body must never look complete). One exception: on a patched response whose first byte has not reached the client yet, the shim can still answer 504.',
   },
+  FORWARDED_HEADERS: {
+    schema: parsers.str('append').pipe(z.enum(['append', 'replace'], { error: 'must be append or replace' })),
+    default: 'append',
+    meaning:
+      "What the shim does with the client's `X-Forwarded-For`, `X-Forwarded-Proto`, `X-Forwarded-Host` and `Forwarded` (RFC 7239). `append` (SPEC §4): this hop's values (the client's address, `http` or `https`, the client's `Host`) are appended to the client's and `Forwarded` passes untouched; for a shim behind a proxy that sets these headers itself (an ingress or L7 load balancer; the sidecar). `replace`: the client's four headers are dropped and this hop's values go alone; for a shim that clients connect to directly (a front door on an L4 load balancer, NodePort), where an upstream that trusts its proxy (Express `trust proxy`) would otherwise take `req.hostname` and `req.protocol` from the client's first value (X-Forwarded-Host injection). In both modes a client `X-Forwarded-Host` element that is not a host and optional port, or `X-Forwarded-Proto` element that is not a URI scheme, drops that header's client value (the request goes on, its log line says `invalidForwarded`) ([operations](operations.md#forwarded-headers)).",
+  },
   SHUTDOWN_TIMEOUT_MS: {
     schema: parsers.ms(10_000),
     default: '10000',
@@ -517,6 +526,7 @@ export function loadConfig(
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    forwardedHeaders: e.FORWARDED_HEADERS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
   };

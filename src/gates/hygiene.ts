@@ -3,9 +3,9 @@
  * could read differently, before anything else looks at the request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { isIPv6 } from 'node:net';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
+import { isHostSyntax } from '../proxy/host-syntax.ts';
 
 /** Percent-encodings that must never appear in a path: `/`, `\`, NUL. */
 const FORBIDDEN_ENCODING = /%(?:2f|5c|00)/i;
@@ -103,15 +103,6 @@ export function checkSingleHost(rawHeaders: readonly string[]): string | undefin
 }
 
 /**
- * `Host` = uri-host [ ":" port ] (RFC 9110 §7.2, RFC 3986 §3.2.2–3.2.3): a reg-name (unreserved,
- * sub-delims, `%XX`; IPv4 addresses and DNS names are reg-names too) or an IP-literal in brackets,
- * then optional digits after a colon. Empty is valid (RFC 9110 §7.2).
- */
-const HOST = /^(?:(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*|\[([^\]]*)\])(?::[0-9]*)?$/;
-/** IPvFuture (RFC 3986 §3.2.2): `v` 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ). */
-const IP_FUTURE = /^v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+$/;
-
-/**
  * Checks the `Host` header (RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without
  * Host, or with a Host of an invalid field value). The shim forwards `Host` and copies it into
  * `X-Forwarded-Host`, where an upstream may build links and redirects from it (`Host: evil.test/x`,
@@ -127,11 +118,7 @@ export function checkHost(host: string | undefined, httpVersion = '1.1'): string
       ? undefined
       : 'An HTTP/1.1 request must carry a Host header (RFC 9112 §3.2).';
   }
-  const m = HOST.exec(host);
-  if (m !== null) {
-    const literal = m[1];
-    if (literal === undefined || isIPv6(literal) || IP_FUTURE.test(literal)) return undefined;
-  }
+  if (isHostSyntax(host)) return undefined;
   return 'The Host header must be a host name or address with an optional port (RFC 9110 §7.2).';
 }
 

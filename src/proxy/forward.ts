@@ -20,14 +20,25 @@ import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
-import { buildUpstreamHeaders, hasRequestBody, upstreamTarget } from './outgoing-request.ts';
+import {
+  buildUpstreamHeaders,
+  type ForwardedHeaders,
+  hasRequestBody,
+  upstreamTarget,
+} from './outgoing-request.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { headerValue, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
-import { decideUpstreamFailure, IDEMPOTENT_METHODS, UPSTREAM_MESSAGES } from './upstream-error.ts';
+import {
+  decideUpstreamFailure,
+  IDEMPOTENT_METHODS,
+  NO_RESPONSE_CODE,
+  SWITCHED_PROTOCOLS_CODE,
+  UPSTREAM_MESSAGES,
+} from './upstream-error.ts';
 
 export { hasLargeUnreadBody } from './request-body.ts';
 export { upstreamErrorKind } from './upstream-error.ts';
@@ -43,6 +54,11 @@ export interface ForwarderOptions {
    * long in any phase → 504 before the head, an aborted response after it.
    */
   upstreamTimeoutMs: number;
+  /**
+   * The client's `X-Forwarded-*` and `Forwarded`: appended to (SPEC §4, default) or replaced by this
+   * hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
+   */
+  forwardedHeaders?: ForwardedHeaders;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /** A request body held for a rewrite must have arrived this many ms after the head (408). */
@@ -76,6 +92,10 @@ const noop = (): void => {};
 /** Error code the shim gives its own upstream timeout. */
 const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
 
+/** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
+const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
+  Object.assign(new Error(message), { code });
+
 /**
  * Creates the forwarder.
  * @example
@@ -84,6 +104,7 @@ const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const { upstreamTimeoutMs, maxRewriteBody, bodyTimeoutMs, budget, varyHeader, metrics, logger } = options;
+  const forwardedHeaders = options.forwardedHeaders ?? 'append';
   const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
   const { agent, target } = transport;
   const pathPrefix = options.upstream.pathname;
@@ -147,7 +168,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       upstreamReq.on('finish', () => {
         if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
       });
-      upstreamReq.on('close', () => clearTimeout(headerTimer));
 
       /**
        * A failure of this attempt, before or after the upstream's head. `responseComplete`: the upstream
@@ -188,8 +208,23 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         upstreamResponse?.destroy();
       };
       upstreamReq.on('error', (err: NodeJS.ErrnoException) => fail(err, upstreamResponse?.complete === true));
+      // Closed with neither a response nor an error — a 101 with `Connection: upgrade`, which Node's
+      // client, with no 'upgrade' listener, ends by destroying the socket: the client must not wait for
+      // a response that cannot come (SPEC §4: the shim never hangs a client).
+      upstreamReq.on('close', () => {
+        clearTimeout(headerTimer);
+        if (!headReceived)
+          fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
+      });
 
       upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
+        if (upstreamRes.statusCode === 101) {
+          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts), and
+          // its connection is destroyed, never pooled (the upstream may speak another protocol on it).
+          fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
+          upstreamReq.destroy();
+          return;
+        }
         headReceived = true;
         upstreamResponse = upstreamRes;
         clearTimeout(headerTimer);
@@ -320,14 +355,22 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     dropRange: boolean,
     reservation: Reservation | undefined,
   ): void => {
-    const { headers } = buildUpstreamHeaders(
+    const { headers, invalidForwarded } = buildUpstreamHeaders(
       {
+        method: req.method ?? 'GET',
         headers: req.headers,
         remoteAddress: req.socket.remoteAddress,
         encrypted: (req.socket as Socket & { encrypted?: boolean }).encrypted === true,
       },
-      { rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined, dropRange, upstreamHost },
+      {
+        forwardedHeaders,
+        rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
+        dropRange,
+        upstreamHost,
+      },
     );
+    // A forged X-Forwarded-Host or -Proto: dropped, and said in the request's log line.
+    if (invalidForwarded !== undefined) state.exchange.logFields.invalidForwarded = invalidForwarded;
     const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
     const release = reservation === undefined ? noop : () => reservation.release();
     forward(req, res, state, upstreamTarget(pathPrefix, url), headers, body, replayable, release);

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
+import { isHostSyntax } from './host-syntax.ts';
 
 /**
  * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
@@ -16,6 +17,20 @@ export type Framing =
   | { readonly kind: 'chunked' };
 
 /**
+ * Methods whose Node client frames a request without a body as "no body" (`useChunkedEncodingByDefault`
+ * false in `node:http`'s `ClientRequest`); for every other method Node would send an empty chunked body.
+ * These are also the methods whose semantics do not anticipate content (RFC 9110 §9.3).
+ */
+const BODILESS_BY_DEFAULT: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'DELETE',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+]);
+
+/**
  * Decides the framing of the forwarded body (RFC 9112 §6.1–6.3).
  *
  * - A body the shim rewrote: its own length.
@@ -24,21 +39,32 @@ export type Framing =
  *   after the head, where the upstream reads them as the next request (request smuggling;
  *   test/security/request-smuggling.test.ts). If `Content-Length` came too (the hygiene gate rejects
  *   that), `Transfer-Encoding` wins and the length is dropped (RFC 9112 §6.3 rule 3).
- * - `Content-Length`: kept, validated by Node's parser.
- * - Neither: no body.
+ * - `Content-Length`: kept, validated by Node's parser (as a number: `003` goes on as `3`).
+ * - Neither: no body. For GET, HEAD, DELETE, OPTIONS, TRACE (and CONNECT): no framing header. For
+ *   every other method (POST, PUT, PATCH, extension methods): `Content-Length: 0`, as RFC 9110 §8.6
+ *   asks of a user agent when the method defines a meaning for content — left to Node, the request
+ *   would go as `Transfer-Encoding: chunked` with an empty last chunk, which an upstream that refuses
+ *   chunked requests (411) rejects.
  *
+ * @param method The request method, e.g. `POST` (upper case, as Node parsed it).
  * @param headers The client's parsed headers (lower-cased names).
  * @param rewrittenLength Length in bytes of the body the shim will send instead, when it rewrote one.
  * @returns The framing of the upstream request.
  * @example
- * requestFraming({ 'transfer-encoding': 'chunked' }) // → { kind: 'chunked' }
+ * requestFraming('POST', { 'transfer-encoding': 'chunked' }) // → { kind: 'chunked' }
+ * requestFraming('POST', {}) // → { kind: 'length', length: 0 }
+ * requestFraming('GET', {}) // → { kind: 'none' }
  */
-export function requestFraming(headers: IncomingHttpHeaders, rewrittenLength?: number): Framing {
+export function requestFraming(
+  method: string,
+  headers: IncomingHttpHeaders,
+  rewrittenLength?: number,
+): Framing {
   if (rewrittenLength !== undefined) return { kind: 'length', length: rewrittenLength };
   if (headers['transfer-encoding'] !== undefined) return { kind: 'chunked' };
   const declared = headers['content-length'];
   if (declared !== undefined) return { kind: 'length', length: Number(declared) };
-  return { kind: 'none' };
+  return BODILESS_BY_DEFAULT.has(method) ? { kind: 'none' } : { kind: 'length', length: 0 };
 }
 
 /** Whether the client sends a body at all (a declared length above 0, or chunked). */
@@ -48,6 +74,8 @@ export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
 
 /** What {@link buildUpstreamHeaders} needs to know about the client's request. */
 export interface ClientHead {
+  /** The request method (`IncomingMessage.method`), e.g. `POST`: decides the framing of an empty body. */
+  readonly method: string;
   /**
    * The client's headers as Node parsed them (`IncomingMessage.headers`): lower-cased names, repeats
    * joined (`Cookie` with `; `, most others with `, `) or, for singletons such as `Authorization`,
@@ -61,8 +89,22 @@ export interface ClientHead {
   readonly encrypted: boolean;
 }
 
+/**
+ * What the shim does with the forwarding headers a client sent (`FORWARDED_HEADERS`, src/config.ts):
+ *
+ * - `append` (SPEC §4, the default): this hop's `X-Forwarded-For`, `-Proto` and `-Host` are appended
+ *   to the client's; `Forwarded` (RFC 7239) passes untouched. For a shim behind a proxy that sets
+ *   these headers (an ingress), whose values the upstream should see first.
+ * - `replace`: the client's `X-Forwarded-For`, `-Proto`, `-Host` and `Forwarded` are dropped; this
+ *   hop's values go alone. For a shim that clients reach directly: an upstream that trusts its proxy
+ *   (Express `trust proxy`) reads the first value, which would otherwise be the client's choice.
+ */
+export type ForwardedHeaders = 'append' | 'replace';
+
 /** Options of {@link buildUpstreamHeaders}. */
 export interface UpstreamHeaderOptions {
+  /** The client's forwarding headers: appended to (default) or replaced; see {@link ForwardedHeaders}. */
+  readonly forwardedHeaders?: ForwardedHeaders;
   /** Length of the rewritten body, when the shim rewrote it. */
   readonly rewrittenLength?: number;
   /** Drop `Range` and `If-Range`: a response hook may patch the body, so the full 200 is needed (RFC 9110 §14.2). */
@@ -97,23 +139,34 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  *   it). Framing headers are always rebuilt from {@link requestFraming}, even when `Connection` names
  *   `Content-Length`: stripped, a GET/DELETE body would go upstream unframed (smuggling).
  * - `Expect` is dropped: Node's server already answered `100 Continue` to the client.
- * - `X-Forwarded-For`, `-Proto`, `-Host`: this hop's value appended to the client's (all repeats
- *   joined with `, `), one header each.
+ * - `X-Forwarded-For`, `-Proto`, `-Host`: one header each, this hop's value (the client's address,
+ *   `http`/`https`, the client's `Host`) appended to the client's (all repeats joined with `, `), or
+ *   alone with `forwardedHeaders: 'replace'`, which also drops the client's `Forwarded`
+ *   ({@link ForwardedHeaders}). A client's value goes alone, too, when `Connection` names it (RFC 9110
+ *   §7.6.1), and when one of its elements is not what a proxy writes there: for `X-Forwarded-Host`,
+ *   a host and optional port (RFC 9110 §7.2, the `Host` grammar the hygiene gate holds `Host` to);
+ *   for `X-Forwarded-Proto`, a URI scheme (RFC 3986 §3.1). A proxy copies these from a `Host` and
+ *   scheme it accepted, so any other value is a client's forgery (`evil.test/reset?to=x`,
+ *   `https://evil.test/#`), which an upstream building links from the first value would echo: it is
+ *   dropped, named in `invalidForwarded`, and the request goes on (the `Host` it carries was valid).
  * - With `dropRange`: `Range` and `If-Range` dropped.
  *
  * @param client The client's head (see {@link ClientHead}).
- * @param options Rewritten body length, Range dropping, the upstream's authority.
- * @returns `headers`, flat `[name, value, …]` for `http.request`, and the `framing` they announce.
+ * @param options Forwarding-header mode, rewritten body length, Range dropping, the upstream's authority.
+ * @returns `headers`, flat `[name, value, …]` for `http.request`; the `framing` they announce; and
+ *   `invalidForwarded`, the client's forwarding headers dropped for an invalid value (lower-cased
+ *   names; absent when none was).
  * @example
- * buildUpstreamHeaders({ headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
+ * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
  * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
  */
 export function buildUpstreamHeaders(
   client: ClientHead,
   options: UpstreamHeaderOptions = {},
-): { headers: string[]; framing: Framing } {
+): { headers: string[]; framing: Framing; invalidForwarded?: string[] } {
   const { headers } = client;
   const listed = connectionTokens(headers.connection);
+  const replace = options.forwardedHeaders === 'replace';
   const out: string[] = [];
   if (headers.host === undefined && options.upstreamHost !== undefined)
     out.push('Host', options.upstreamHost);
@@ -121,21 +174,36 @@ export function buildUpstreamHeaders(
     if (REPLACED.has(name) || HOP_BY_HOP.has(name)) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.dropRange && RANGE.has(name)) continue;
+    if (replace && name === 'forwarded') continue;
     const value = headers[name];
     if (typeof value === 'string') out.push(name, value);
     else if (value !== undefined) for (const v of value) out.push(name, v);
   }
-  const forwardedFor = text(headers['x-forwarded-for']);
-  const forwardedProto = text(headers['x-forwarded-proto']);
-  const forwardedHost = text(headers['x-forwarded-host']);
-  const framing = requestFraming(client.headers, options.rewrittenLength);
+  // A header `Connection` names is the previous hop's, never ours to pass on: not even as the prior
+  // values of this hop's X-Forwarded-* (RFC 9110 §7.6.1).
+  const prior = (name: string) => (replace || listed.includes(name) ? undefined : text(headers[name]));
+  const forwardedFor = prior('x-forwarded-for');
+  let forwardedProto = prior('x-forwarded-proto');
+  let forwardedHost = prior('x-forwarded-host');
+  let invalidForwarded: string[] | undefined;
+  if (forwardedProto !== undefined && !everyElement(forwardedProto, isScheme)) {
+    forwardedProto = undefined;
+    invalidForwarded = ['x-forwarded-proto'];
+  }
+  if (forwardedHost !== undefined && !everyElement(forwardedHost, isHostSyntax)) {
+    forwardedHost = undefined;
+    invalidForwarded = [...(invalidForwarded ?? []), 'x-forwarded-host'];
+  }
+  const framing = requestFraming(client.method, client.headers, options.rewrittenLength);
   if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
   else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');
   pushJoined(out, 'X-Forwarded-For', forwardedFor, client.remoteAddress);
   pushJoined(out, 'X-Forwarded-Proto', forwardedProto, client.encrypted ? 'https' : 'http');
   const host = client.headers.host;
   pushJoined(out, 'X-Forwarded-Host', forwardedHost, typeof host === 'string' ? host : undefined);
-  return { headers: out, framing };
+  return invalidForwarded === undefined
+    ? { headers: out, framing }
+    : { headers: out, framing, invalidForwarded };
 }
 
 /**
@@ -149,6 +217,23 @@ export function buildUpstreamHeaders(
 export function upstreamTarget(prefix: string, target: string): string {
   const base = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
   return base === '' ? target : `${base}${target}`;
+}
+
+/** URI scheme (RFC 3986 §3.1): ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). */
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
+const isScheme = (element: string) => SCHEME.test(element);
+
+/**
+ * Whether every element of a comma-separated list (RFC 9110 §5.6.1; optional whitespace around each)
+ * is non-empty and passes `valid`. An empty whole value counts as no list (nothing to forward).
+ */
+function everyElement(list: string, valid: (element: string) => boolean): boolean {
+  if (list === '') return true;
+  for (const element of list.split(',')) {
+    const trimmed = element.replace(/^[ \t]+|[ \t]+$/g, '');
+    if (trimmed === '' || !valid(trimmed)) return false;
+  }
+  return true;
 }
 
 function text(value: string | string[] | undefined): string | undefined {

@@ -26,7 +26,24 @@ const REFUSED = new Set([
 ]);
 
 /**
- * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*` and zstd's `ZSTD_error_*` for invalid responses; TLS
+ * Error code the shim gives an upstream request that closed with neither a response head nor an
+ * error of its own. Known cause: a 101 (Switching Protocols) with `Connection: upgrade`, which Node's
+ * client would hand to an `'upgrade'` listener; the shim has none, so Node destroys the socket and
+ * closes the request in silence. Classified `invalid` ({@link upstreamErrorKind}), as is a 101 that
+ * arrives as a response ({@link SWITCHED_PROTOCOLS_CODE}).
+ */
+export const NO_RESPONSE_CODE = 'ESHIMNORESPONSE';
+
+/**
+ * Error code the shim gives a 101 (Switching Protocols) from the upstream. The shim forwards no
+ * `Upgrade` (the hygiene gate answers 501 to one), and a server MUST NOT switch to a protocol the
+ * client did not name (RFC 9110 §15.2.2): the response is invalid, and its connection speaks
+ * something else from there on. Classified `invalid`.
+ */
+export const SWITCHED_PROTOCOLS_CODE = 'ESHIMSWITCHED';
+
+/**
+ * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE} and {@link SWITCHED_PROTOCOLS_CODE} for invalid responses; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
  */
@@ -39,7 +56,9 @@ export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind
     code.startsWith('Z_') ||
     code.startsWith('ERR__') ||
     code.startsWith('ZSTD_error_') ||
-    code === 'ERR_INVALID_HTTP_RESPONSE'
+    code === 'ERR_INVALID_HTTP_RESPONSE' ||
+    code === NO_RESPONSE_CODE ||
+    code === SWITCHED_PROTOCOLS_CODE
   ) {
     return 'invalid';
   }

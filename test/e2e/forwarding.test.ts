@@ -6,6 +6,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
+import { markRequests } from '../helpers/http1-frames.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -129,6 +130,50 @@ describe('framing the shim owns (raw upstream)', () => {
     expect(wire.toLowerCase()).not.toContain('content-length: 0');
     expect(requestLines.filter((l) => !l.startsWith('DELETE'))).toHaveLength(1); // inside the chunk
     expect(wire).toMatch(/\r\n[0-9a-f]+\r\nGET \/smuggled HTTP\/1\.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n$/);
+  });
+
+  /** Sends `head` (request line and headers, no body) on a fresh connection; returns what the upstream got. */
+  const forwarded = async (head: string) => {
+    const since = markRequests(upstream.received);
+    const raw = await sendRawUntilClose(
+      stack.url,
+      `${head}\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\nConnection: close\r\n\r\n`,
+    );
+    expect(statusesIn(raw)).toEqual([200]);
+    const requests = since();
+    expect(requests).toHaveLength(1);
+    return requests[0]!;
+  };
+  const framingOf = (request: { headers: Array<[string, string]> }) =>
+    request.headers.filter(([name]) => name === 'content-length' || name === 'transfer-encoding');
+
+  it('sends a POST, PUT or PATCH without a body with Content-Length: 0, not an empty chunked body', async () => {
+    // RFC 9110 §8.6; Node's client would chunk these methods, and an upstream that answers 411 to a
+    // chunked request would refuse them.
+    for (const method of ['POST', 'PUT', 'PATCH']) {
+      const request = await forwarded(`${method} /x HTTP/1.1`);
+      expect(request.method).toBe(method);
+      expect(framingOf(request)).toEqual([['content-length', '0']]);
+    }
+  });
+
+  it('sends a GET, DELETE or OPTIONS without a body with no framing header at all', async () => {
+    for (const method of ['GET', 'DELETE', 'OPTIONS']) {
+      const request = await forwarded(`${method} /x HTTP/1.1`);
+      expect(framingOf(request)).toEqual([]);
+    }
+  });
+
+  it('forwards Content-Length: 003 as 3 (the number Node parsed)', async () => {
+    const since = markRequests(upstream.received);
+    const raw = await sendRawUntilClose(
+      stack.url,
+      'POST /x HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\nContent-Length: 003\r\nConnection: close\r\n\r\nabc',
+    );
+    expect(statusesIn(raw)).toEqual([200]);
+    const [request] = since();
+    expect(framingOf(request!)).toEqual([['content-length', '3']]);
+    expect(request!.body).toBe('abc');
   });
 
   it('reuses one upstream keep-alive connection across client connections, chunked bodies included', async () => {

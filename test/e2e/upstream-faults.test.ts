@@ -8,8 +8,9 @@ import http from 'node:http';
 import net from 'node:net';
 import nock from 'nock';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { getOutcome, send } from '../helpers/http.ts';
-import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { getOutcome, type Reply, send } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
+import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
 const stacks: Stack[] = [];
@@ -63,6 +64,65 @@ describe('before response headers', () => {
     expect(reply.status).toBe(502);
     expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="invalid"\} 1/);
   });
+
+  // The shim forwards no Upgrade (hygiene answers 501 to one), so a 101 answers a request that asked
+  // for no new protocol (RFC 9110 §15.2.2: a server MUST NOT switch to one the client did not name).
+  // With `Connection: upgrade`, Node's client emits 'upgrade' or, with no listener (the shim has none),
+  // destroys the socket and closes the request with neither 'response' nor 'error' — the client used
+  // to wait for nothing; without `Connection: upgrade`, 'response' with status 101, which used to
+  // reach the client as a 101.
+  it.each([
+    [
+      'with Upgrade and Connection: upgrade',
+      'Upgrade: websocket\r\nConnection: Upgrade\r\n',
+      'ESHIMNORESPONSE',
+    ],
+    [
+      'with bytes of the new protocol after it',
+      'Upgrade: h2c\r\nConnection: upgrade\r\n\r\nPRI * HTTP/2.0',
+      'ESHIMNORESPONSE',
+    ],
+    ['without Connection: upgrade', 'Upgrade: websocket\r\n', 'ESHIMSWITCHED'],
+    ['bare', '', 'ESHIMSWITCHED'],
+  ])(
+    'answers 502 at once to a 101 Switching Protocols %s, and never reuses that connection',
+    async (_name, extra, code) => {
+      const { upstream, stack } = await stackWith((socket, _received, index) => {
+        if (index === 0) socket.write(`HTTP/1.1 101 Switching Protocols\r\n${extra}\r\n`);
+        else socket.write(jsonResponse('{}'));
+      });
+      const outcome: { reply?: Reply; error?: unknown } = {};
+      send(stack.url, 'GET', '/101', CURRENT).then(
+        (r) => {
+          outcome.reply = r;
+        },
+        (err: unknown) => {
+          outcome.error = err;
+        },
+      );
+      // Well within UPSTREAM_TIMEOUT_MS (60 s): the client is answered, not left waiting for the timer.
+      await waitFor(() => outcome.reply ?? outcome.error, {
+        what: 'an answer to the request the upstream answered with 101',
+      });
+      expect(outcome.error).toBeUndefined();
+      const reply = outcome.reply as Reply;
+      expect(reply.status).toBe(502);
+      expect(reply.json()).toMatchObject({
+        statusCode: 502,
+        message: 'The upstream service sent an invalid HTTP response.',
+        error: 'Bad Gateway',
+      });
+      expect(await stack.metrics.registry.metrics()).toMatch(
+        /shim_upstream_errors_total\{kind="invalid"\} 1/,
+      );
+      const line = stack.logs().find((l) => l.msg === 'request completed');
+      expect(line).toMatchObject({ res: { statusCode: 502 }, rejection: 'upstream_invalid' });
+      expect(line?.upstreamError).toBe(code);
+      const next = await send(stack.url, 'GET', '/missions', CURRENT);
+      expect(next.status).toBe(200);
+      expect(upstream.connections()).toBe(2); // the switched connection was destroyed, not pooled
+    },
+  );
 
   it('answers 504 when no headers arrive within UPSTREAM_TIMEOUT_MS, then serves the next request', async () => {
     let calls = 0;

@@ -40,7 +40,10 @@ const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
   create: () => ({ name: 'fake', onRequest: () => undefined }),
 };
 
-/** The core's variables of SPEC §2's table (plugins declare the rest). */
+/**
+ * The core's variables of SPEC §2's table (plugins declare the rest), and `FORWARDED_HEADERS`: the
+ * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers").
+ */
 const SPEC_VARIABLES = [
   'PORT',
   'HOST',
@@ -58,6 +61,7 @@ const SPEC_VARIABLES = [
   'BODY_TIMEOUT_MS',
   'UPSTREAM_CA_FILE',
   'UPSTREAM_TIMEOUT_MS',
+  'FORWARDED_HEADERS',
   'SHUTDOWN_TIMEOUT_MS',
   'LOG_LEVEL',
 ];
@@ -97,6 +101,7 @@ describe('loadConfig defaults', () => {
     ['BODY_TIMEOUT_MS', (c) => c.bodyTimeoutMs, 30_000],
     ['UPSTREAM_CA_FILE', (c) => c.upstreamCa, undefined],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
+    ['FORWARDED_HEADERS', (c) => c.forwardedHeaders, 'append'],
     ['SHUTDOWN_TIMEOUT_MS', (c) => c.shutdownTimeoutMs, 10_000],
     ['LOG_LEVEL', (c) => c.logLevel, 'info'],
   ])('%s defaults', (_name, read, expected) => {
@@ -135,6 +140,7 @@ describe('loadConfig with values', () => {
       MAX_BUFFERED_BYTES: '2mb',
       BODY_TIMEOUT_MS: '5000',
       UPSTREAM_TIMEOUT_MS: '1500',
+      FORWARDED_HEADERS: 'replace',
       SHUTDOWN_TIMEOUT_MS: '250',
       LOG_LEVEL: 'debug',
     });
@@ -152,6 +158,7 @@ describe('loadConfig with values', () => {
     expect(c.maxBufferedBytes).toBe(2 * 1024 * 1024);
     expect(c.bodyTimeoutMs).toBe(5000);
     expect(c.upstreamTimeoutMs).toBe(1500);
+    expect(c.forwardedHeaders).toBe('replace');
     expect(c.shutdownTimeoutMs).toBe(250);
     expect(c.logLevel).toBe('debug');
   });
@@ -204,6 +211,8 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['UPSTREAM_CA_FILE', { UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '0' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '10s' }],
+    ['FORWARDED_HEADERS', { FORWARDED_HEADERS: 'overwrite' }],
+    ['FORWARDED_HEADERS', { FORWARDED_HEADERS: 'Replace' }],
     ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: '1.5' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
   ])('%s in %j', (variable, env) => {

@@ -13,6 +13,7 @@ import {
 } from '../../../src/proxy/outgoing-request.ts';
 
 const client = (headers: IncomingHttpHeaders, over: Partial<ClientHead> = {}): ClientHead => ({
+  method: 'GET',
   headers: { host: 'shim.test', ...headers },
   remoteAddress: '10.0.0.7',
   encrypted: false,
@@ -33,7 +34,6 @@ const values = (flat: string[], name: string) =>
 
 describe('requestFraming', () => {
   it.each<[string, IncomingHttpHeaders, number | undefined, unknown]>([
-    ['no body', {}, undefined, { kind: 'none' }],
     ['Content-Length', { 'content-length': '12' }, undefined, { kind: 'length', length: 12 }],
     ['Content-Length 0', { 'content-length': '0' }, undefined, { kind: 'length', length: 0 }],
     ['chunked', { 'transfer-encoding': 'chunked' }, undefined, { kind: 'chunked' }],
@@ -46,7 +46,21 @@ describe('requestFraming', () => {
     ],
     ['a rewritten body', { 'transfer-encoding': 'chunked' }, 42, { kind: 'length', length: 42 }],
   ])('%s', (_name, headers, rewritten, expected) => {
-    expect(requestFraming(headers, rewritten)).toEqual(expected);
+    expect(requestFraming('POST', headers, rewritten)).toEqual(expected);
+  });
+
+  it('reads a Content-Length with leading zeros as its number (003 → 3)', () => {
+    expect(requestFraming('POST', { 'content-length': '003' })).toEqual({ kind: 'length', length: 3 });
+  });
+
+  // RFC 9110 §8.6: Content-Length: 0 when the method defines a meaning for content; Node's default for
+  // these methods would be an empty chunked body.
+  it.each(['POST', 'PUT', 'PATCH', 'PROPFIND'])('no body on %s → Content-Length: 0', (method) => {
+    expect(requestFraming(method, {})).toEqual({ kind: 'length', length: 0 });
+  });
+
+  it.each(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE'])('no body on %s → no framing at all', (method) => {
+    expect(requestFraming(method, {})).toEqual({ kind: 'none' });
   });
 });
 
@@ -90,7 +104,7 @@ describe('buildUpstreamHeaders', () => {
   });
 
   it("gives a request without Host (HTTP/1.0) the upstream's authority, and no X-Forwarded-Host", () => {
-    const noHost = { headers: { accept: '*/*' }, remoteAddress: '10.0.0.1', encrypted: false };
+    const noHost = { method: 'GET', headers: { accept: '*/*' }, remoteAddress: '10.0.0.1', encrypted: false };
     const { headers } = buildUpstreamHeaders(noHost, { upstreamHost: 'backend.internal:3000' });
     expect(pairs(headers)).toEqual([
       ['host', 'backend.internal:3000'],
@@ -114,6 +128,32 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'x-secret')).toEqual([]);
     expect(values(headers, 'x-other')).toEqual(['o']);
     expect(values(headers, 'host')).toEqual(['shim.test']);
+  });
+
+  it("drops the client's X-Forwarded-* that Connection names, and still sends this hop's (RFC 9110 §7.6.1)", () => {
+    const { headers } = buildUpstreamHeaders(
+      client({
+        connection: 'X-Forwarded-For, x-forwarded-proto,X-FORWARDED-HOST',
+        'x-forwarded-for': '6.6.6.6',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'evil.test',
+      }),
+    );
+    expect(values(headers, 'x-forwarded-for')).toEqual(['10.0.0.7']);
+    expect(values(headers, 'x-forwarded-proto')).toEqual(['http']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['shim.test']);
+  });
+
+  it('keeps the X-Forwarded-* that Connection does not name', () => {
+    const { headers } = buildUpstreamHeaders(
+      client({
+        connection: 'x-forwarded-host',
+        'x-forwarded-for': '1.1.1.1',
+        'x-forwarded-host': 'evil.test',
+      }),
+    );
+    expect(values(headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 10.0.0.7']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['shim.test']);
   });
 
   it('re-frames a body of known length even when Connection names Content-Length (smuggling)', () => {
@@ -149,11 +189,22 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'transfer-encoding')).toEqual([]);
   });
 
-  it('sends no framing header for a request without a body', () => {
-    const { headers, framing } = buildUpstreamHeaders(client({}));
-    expect(values(headers, 'content-length')).toEqual([]);
-    expect(values(headers, 'transfer-encoding')).toEqual([]);
-    expect(framing).toEqual({ kind: 'none' });
+  it('sends no framing header for a GET, HEAD, DELETE or OPTIONS without a body', () => {
+    for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) {
+      const { headers, framing } = buildUpstreamHeaders(client({}, { method }));
+      expect(values(headers, 'content-length')).toEqual([]);
+      expect(values(headers, 'transfer-encoding')).toEqual([]);
+      expect(framing).toEqual({ kind: 'none' });
+    }
+  });
+
+  it('sends Content-Length: 0, never chunked, for a POST, PUT or PATCH without a body (RFC 9110 §8.6)', () => {
+    for (const method of ['POST', 'PUT', 'PATCH']) {
+      const { headers, framing } = buildUpstreamHeaders(client({}, { method }));
+      expect(values(headers, 'content-length')).toEqual(['0']);
+      expect(values(headers, 'transfer-encoding')).toEqual([]);
+      expect(framing).toEqual({ kind: 'length', length: 0 });
+    }
   });
 
   it('drops Expect: Node already answered 100 Continue', () => {
@@ -175,6 +226,99 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 2.2.2.2, 10.0.0.7']);
     expect(values(headers, 'x-forwarded-proto')).toEqual(['https, https']);
     expect(values(headers, 'x-forwarded-host')).toEqual(['edge.test, shim.test']);
+  });
+
+  it('passes Forwarded (RFC 7239) untouched in append mode', () => {
+    const { headers } = buildUpstreamHeaders(client({ forwarded: 'for=1.1.1.1;proto=https' }));
+    expect(values(headers, 'forwarded')).toEqual(['for=1.1.1.1;proto=https']);
+  });
+
+  describe("forwardedHeaders: 'replace' (a front door clients reach directly)", () => {
+    const spoofed = {
+      'x-forwarded-for': '6.6.6.6',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'evil.test',
+      forwarded: 'for=6.6.6.6;host=evil.test;proto=https',
+    };
+
+    it("drops the client's X-Forwarded-For, -Proto, -Host and Forwarded; sends this hop's alone", () => {
+      const built = buildUpstreamHeaders(client(spoofed), { forwardedHeaders: 'replace' });
+      expect(values(built.headers, 'x-forwarded-for')).toEqual(['10.0.0.7']);
+      expect(values(built.headers, 'x-forwarded-proto')).toEqual(['http']);
+      expect(values(built.headers, 'x-forwarded-host')).toEqual(['shim.test']);
+      expect(values(built.headers, 'forwarded')).toEqual([]);
+      expect(built.invalidForwarded).toBeUndefined();
+    });
+
+    it('sends https over TLS, and no X-Forwarded-Host for a client without Host (HTTP/1.0)', () => {
+      const noHost = { method: 'GET', headers: { ...spoofed }, remoteAddress: '10.0.0.1', encrypted: true };
+      const { headers } = buildUpstreamHeaders(noHost, {
+        forwardedHeaders: 'replace',
+        upstreamHost: 'backend.internal:3000',
+      });
+      expect(values(headers, 'x-forwarded-proto')).toEqual(['https']);
+      expect(values(headers, 'x-forwarded-host')).toEqual([]);
+      expect(values(headers, 'host')).toEqual(['backend.internal:3000']);
+    });
+
+    it('keeps every other header', () => {
+      const { headers } = buildUpstreamHeaders(
+        client({ ...spoofed, 'x-forwarded-port': '443', accept: '*/*' }),
+        {
+          forwardedHeaders: 'replace',
+        },
+      );
+      expect(values(headers, 'accept')).toEqual(['*/*']);
+      expect(values(headers, 'x-forwarded-port')).toEqual(['443']);
+    });
+  });
+
+  describe('a client X-Forwarded-Host or -Proto no proxy would write (X-Forwarded-Host injection)', () => {
+    it.each([
+      'evil.test/reset?to=x',
+      'a@evil.test',
+      'evil.test#',
+      'x"><script>',
+      'edge.test, evil.test/reset',
+      ', edge.test',
+      'edge.test,,shim.test',
+      'bücher.example',
+    ])('drops X-Forwarded-Host %j; the client Host goes alone', (value) => {
+      const built = buildUpstreamHeaders(client({ 'x-forwarded-host': value }));
+      expect(values(built.headers, 'x-forwarded-host')).toEqual(['shim.test']);
+      expect(built.invalidForwarded).toEqual(['x-forwarded-host']);
+    });
+
+    it.each(['https://evil.test/#', 'http s', 'https, evil.test/x', '1http', ''])(
+      'drops X-Forwarded-Proto %j unless empty',
+      (value) => {
+        const built = buildUpstreamHeaders(client({ 'x-forwarded-proto': value }));
+        expect(values(built.headers, 'x-forwarded-proto')).toEqual(['http']);
+        expect(built.invalidForwarded).toEqual(value === '' ? undefined : ['x-forwarded-proto']);
+      },
+    );
+
+    it('keeps lists of hosts with ports, IP literals and schemes, with any whitespace around elements', () => {
+      const built = buildUpstreamHeaders(
+        client({
+          'x-forwarded-host': 'edge.test:8443 ,\t[::1]:80, 10.0.0.1',
+          'x-forwarded-proto': 'https,wss',
+        }),
+      );
+      expect(values(built.headers, 'x-forwarded-host')).toEqual([
+        'edge.test:8443 ,\t[::1]:80, 10.0.0.1, shim.test',
+      ]);
+      expect(values(built.headers, 'x-forwarded-proto')).toEqual(['https,wss, http']);
+      expect(built.invalidForwarded).toBeUndefined();
+    });
+
+    it('names both when both are forged, and keeps X-Forwarded-For', () => {
+      const built = buildUpstreamHeaders(
+        client({ 'x-forwarded-for': '1.1.1.1', 'x-forwarded-host': 'a/b', 'x-forwarded-proto': 'a:b' }),
+      );
+      expect(built.invalidForwarded).toEqual(['x-forwarded-proto', 'x-forwarded-host']);
+      expect(values(built.headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 10.0.0.7']);
+    });
   });
 
   it('starts X-Forwarded-* when the client sent none, and skips an unknown address', () => {

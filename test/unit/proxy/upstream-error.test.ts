@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
+  NO_RESPONSE_CODE,
+  SWITCHED_PROTOCOLS_CODE,
   type UpstreamFailure,
   upstreamErrorKind,
 } from '../../../src/proxy/upstream-error.ts';
@@ -35,6 +37,8 @@ describe('upstreamErrorKind', () => {
     ['Z_DATA_ERROR', 'invalid'],
     ['ERR__ERROR_FORMAT_PADDING_1', 'invalid'],
     ['ZSTD_error_frameParameter_windowTooLarge', 'invalid'],
+    [NO_RESPONSE_CODE, 'invalid'],
+    [SWITCHED_PROTOCOLS_CODE, 'invalid'],
     ['ESHIMTIMEDOUT', 'timeout'],
     ['ECONNRESET', 'reset'],
     [undefined, 'reset'],
@@ -42,6 +46,15 @@ describe('upstreamErrorKind', () => {
 });
 
 describe('decideUpstreamFailure', () => {
+  it.each([NO_RESPONSE_CODE, SWITCHED_PROTOCOLS_CODE])(
+    '%s (a 101, a request closed without a response) → 502, never replayed',
+    (code) => {
+      expect(
+        decideUpstreamFailure(failure({ error: error(code), reusedSocket: true, replayable: true })),
+      ).toEqual({ action: 'respond', kind: 'invalid', reason: 'upstream_invalid', status: 502 });
+    },
+  );
+
   it('replays once: reset on a reused pooled socket, idempotent with the body held, nothing received', () => {
     expect(decideUpstreamFailure(failure({ reusedSocket: true, replayable: true }))).toEqual({
       action: 'replay',
