@@ -30,6 +30,7 @@ import { rewriteQuery } from './rewrite-query.ts';
 import { type AliasRoute, compileRoutes } from './route-match.ts';
 import { ALIAS_TABLE, type AliasRename, type AliasRow, responsePairs } from './table.ts';
 import { UsageTable } from './usage-table.ts';
+import { revalidatesUnpatched } from './validators.ts';
 import { wantsAliases } from './version-gate.ts';
 
 /** Path of the usage report on the admin listener (issue 11 item 1). */
@@ -42,7 +43,9 @@ export const USAGE_PATH = '/aliases/usage';
  * - `rewriteQuery` on routes with query aliases; `body` on routes with body aliases when the request's
  *   `Content-Type` is JSON (`application/json`, `application/*+json`); `onResponse` returns a streaming
  *   patch ({@link createJsonPatch}, holding at most `MAX_PATCH_VALUE` bytes, reserved from
- *   `context.budget`) for JSON responses of any status, and for a HEAD or a 304 without Content-Type.
+ *   `context.budget`) for JSON responses of any status, and for a HEAD or a 304 without Content-Type —
+ *   but not for a 304 that revalidates a copy the client holds unpatched (its `If-None-Match` names the
+ *   strong tag only; validators.ts): the 304 keeps the validator that 200 carried.
  * - When an alias is used in the request: one `Warning: 299 - "<alias> is deprecated; use <canonical>"`
  *   per alias (at most {@link WARNING_BUDGET} bytes of them), and once the configured `Deprecation`,
  *   `Sunset` and `Link; rel="deprecation"` headers — appended to `exchange.responseHeaders` as soon as
@@ -253,6 +256,8 @@ export function createAliasLayer(
         exchange.logFields.aliasesAdded = ++added;
       };
       const bodiless = exchange.method === 'HEAD';
+      const inm = exchange.headers['if-none-match'];
+      const ifNoneMatch = Array.isArray(inm) ? inm.join(', ') : inm;
 
       const hooks: ExchangeHooks = {
         // A JSON response of any status is patched as it streams (SPEC §6). A HEAD or a 304 has no body,
@@ -261,6 +266,8 @@ export function createAliasLayer(
         onResponse: (status, headers): ResponsePatch | undefined => {
           countRequest(status);
           const contentType = headers['content-type'];
+          // A 304 keeps the strong tag of an unpatched 200 the client holds (SPEC §6; validators.ts).
+          if (status === 304 && revalidatesUnpatched(ifNoneMatch, headers.etag)) return undefined;
           const patched =
             isJsonMediaType(contentType) || ((bodiless || status === 304) && contentType === undefined);
           if (!patched) return undefined;

@@ -29,7 +29,7 @@ import {
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { headerValue, responseHead } from './response-writer.ts';
+import { earlyHints, headerValue, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import {
@@ -217,6 +217,14 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
       });
 
+      // The 1xx the upstream sends of its own accord go on (RFC 9110 §15.2), never to HTTP/1.0 clients;
+      // a 100 is not one (Node's server answered the client's Expect; the shim forwards none).
+      upstreamReq.on('information', (info) => {
+        if (info.statusCode !== 103 || res.headersSent || clientGone || req.httpVersion === '1.0') return;
+        const hints = earlyHints(info.rawHeaders);
+        if (hints !== undefined) res.writeEarlyHints(hints);
+      });
+
       upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
         if (upstreamRes.statusCode === 101) {
           // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts), and
@@ -290,7 +298,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
     let patches: ResponsePatch[] | undefined;
+    // Range was not forwarded while a hook has onResponse (handler): no ranges for this client.
+    let rangesRefused = false;
     for (const hooks of state.hooks) {
+      if (hooks.onResponse) rangesRefused = true;
       const patch = hooks.onResponse?.(status, upstreamRes.headers);
       if (patch) {
         patches ??= [];
@@ -308,7 +319,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const message = upstreamRes.statusMessage;
 
     if (patches === undefined) {
-      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
       pumpBody(upstreamRes, res);
       return;
     }
@@ -316,19 +327,19 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (req.method === 'HEAD' || BODILESS_STATUS.has(status)) {
       // The headers the patched GET would carry (no length, weak validator), no body.
       patch.destroy();
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader, rangesRefused));
       res.end();
       upstreamRes.resume();
       return;
     }
     const coding = supportedCoding(upstreamRes.headers['content-encoding']);
     const writeHead = () =>
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader, rangesRefused));
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
       if (coding === undefined) skip(state, 'unsupported_encoding');
-      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
       pumpBody(upstreamRes, res);
       return;
     }

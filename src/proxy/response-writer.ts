@@ -66,9 +66,25 @@ export function headerValue(
   return found === undefined ? undefined : raw[found];
 }
 
-const DROP_VARY: ReadonlySet<string> = new Set(['vary']);
-const DROP_ON_PATCH: ReadonlySet<string> = new Set(['content-length', 'etag']);
-const DROP_ON_PATCH_AND_VARY: ReadonlySet<string> = new Set(['content-length', 'etag', 'vary']);
+/**
+ * What a patched body makes false: its length, its strong validator (weakened instead), and digests of
+ * the upstream's bytes (RFC 9530 `Content-Digest`, `Repr-Digest`; RFC 3230 `Digest`; RFC 1864
+ * `Content-MD5`), which a client that checks them would find wrong: dropped rather than recomputed,
+ * since a digest of a streamed body is known only at its end.
+ */
+const PATCH_FALSIFIES = ['content-length', 'etag', 'content-digest', 'repr-digest', 'digest', 'content-md5'];
+const PATCHED = 1;
+const VARIED = 2;
+const RANGES_REFUSED = 4;
+/** The names {@link responseHead} drops, by its flags (made once each). */
+const dropSets: Array<ReadonlySet<string> | undefined> = Array.from({ length: 8 }, (_, flags) => {
+  const names = [
+    ...(flags & PATCHED ? PATCH_FALSIFIES : []),
+    ...(flags & VARIED ? ['vary'] : []),
+    ...(flags & RANGES_REFUSED ? ['accept-ranges'] : []),
+  ];
+  return names.length === 0 ? undefined : new Set(names);
+});
 
 /** What {@link responseHead} needs about the upstream's response. */
 export interface UpstreamHead {
@@ -85,30 +101,53 @@ export interface UpstreamHead {
  *
  * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
  *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
- * - `patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6).
+ * - `patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6), no
+ *   digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
  * - `varyName`: merged into `Vary` with {@link mergeVary}.
+ * - `rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
+ *   replaces whatever the upstream advertised (RFC 9110 §14.3): this client cannot get ranges.
  *
  * @param upstream The upstream head.
  * @param extra Headers the shim adds, flat.
  * @param patched The body will be patched (or this is a bodiless response to a patched exchange).
  * @param varyName Request header the response varies on (`undefined`: `Vary` untouched).
+ * @param rangesRefused The exchange's `Range` and `If-Range` were not forwarded (default `false`).
  */
 export function responseHead(
   upstream: UpstreamHead,
   extra: readonly string[],
   patched: boolean,
   varyName: string | undefined,
+  rangesRefused = false,
 ): string[] {
-  const drop = patched
-    ? varyName === undefined
-      ? DROP_ON_PATCH
-      : DROP_ON_PATCH_AND_VARY
-    : varyName === undefined
-      ? undefined
-      : DROP_VARY;
-  const head = endToEndRawHeaders(upstream.rawHeaders, drop);
+  const flags =
+    (patched ? PATCHED : 0) | (varyName === undefined ? 0 : VARIED) | (rangesRefused ? RANGES_REFUSED : 0);
+  const head = endToEndRawHeaders(upstream.rawHeaders, dropSets[flags]);
   if (patched && upstream.etag !== undefined) head.push('ETag', weakEtag(upstream.etag));
   if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
+  if (rangesRefused) head.push('Accept-Ranges', 'none');
   for (const value of extra) head.push(value);
   return head;
+}
+
+/**
+ * The fields of an upstream's `103 Early Hints` to pass on (RFC 8297; RFC 9110 §15.2: a proxy MUST
+ * forward the 1xx responses it did not ask for), as Node's `ServerResponse.writeEarlyHints` takes them:
+ * end-to-end fields only, names lower-cased, repeats as arrays.
+ * @param rawHeaders The 103's `rawHeaders` (flat, as Node's `information` event gives them).
+ * @returns The hints, or `undefined` when there is no `Link` (Node sends no 103 without one, and a 103
+ *   without preload links tells the client nothing).
+ * @example
+ * earlyHints(['Link', '</a.css>; rel=preload', 'Connection', 'keep-alive']) // → { link: '</a.css>; rel=preload' }
+ */
+export function earlyHints(rawHeaders: readonly string[]): Record<string, string | string[]> | undefined {
+  const hints: Record<string, string | string[]> = {};
+  const fields = endToEndRawHeaders(rawHeaders);
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = (fields[i] as string).toLowerCase();
+    const value = fields[i + 1] as string;
+    const prior = hints[name];
+    hints[name] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [prior, value];
+  }
+  return hints.link === undefined ? undefined : hints;
 }

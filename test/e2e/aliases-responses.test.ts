@@ -7,6 +7,7 @@
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
 
+import http from 'node:http';
 import {
   brotliCompressSync,
   brotliDecompressSync,
@@ -525,5 +526,50 @@ describe('a slow client (backpressure)', () => {
       await stack.close();
       await raw.close();
     }
+  });
+});
+
+describe('a 304 carries the validator the 200 carried (SPEC §6), whatever the body was', () => {
+  let upstream: http.Server;
+  let stack: Stack;
+  beforeAll(async () => {
+    // Strong tags; a 304 without Content-Type, as servers send it (RFC 9110 §15.4.5).
+    const bodies: Record<string, { type: string; tag: string; body: string }> = {
+      '/image': { type: 'image/png', tag: '"p1"', body: 'PNG-bytes' },
+      '/mission': { type: 'application/json', tag: '"v1"', body: '{"metadata":[1]}' },
+    };
+    upstream = http.createServer((req, res) => {
+      const entry = bodies[req.url ?? ''];
+      if (entry === undefined) return res.writeHead(404).end();
+      const inm = req.headers['if-none-match'] ?? '';
+      if (inm.replace(/W\//g, '').split(/, */).includes(entry.tag))
+        return res.writeHead(304, { etag: entry.tag }).end();
+      res.writeHead(200, { 'content-type': entry.type, etag: entry.tag }).end(entry.body);
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const { port } = upstream.address() as import('node:net').AddressInfo;
+    stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+
+  it.each([
+    ['an image, never patched: the strong tag', '/image', '"p1"'],
+    ['patched JSON: the weak tag', '/mission', 'W/"v1"'],
+  ])('%s', async (_name, path, tag) => {
+    const first = await send(stack.url, 'GET', path, LEGACY);
+    expect(first.status).toBe(200);
+    expect(first.headers.etag).toBe(tag);
+    const again = await send(stack.url, 'GET', path, { ...LEGACY, 'if-none-match': tag });
+    expect(again.status).toBe(304);
+    expect(again.headers.etag).toBe(tag);
+  });
+
+  it('a copy held unpatched (a strong tag, as during a brownout) keeps its strong tag in the 304', async () => {
+    const again = await send(stack.url, 'GET', '/mission', { ...LEGACY, 'if-none-match': '"v1"' });
+    expect(again.status).toBe(304);
+    expect(again.headers.etag).toBe('"v1"');
   });
 });

@@ -208,3 +208,39 @@ describe('in front of the reference backend (NestJS)', () => {
     expect(raw).toContain('{"status":"ok"}');
   });
 });
+
+describe('1xx responses of the upstream (RFC 9110 §15.2)', () => {
+  let raw: RawUpstream;
+  let stack: Stack;
+  beforeAll(async () => {
+    raw = await startRawUpstream((socket, received) => {
+      if (!received.includes('\r\n\r\n')) return;
+      socket.write(
+        'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nKeep-Alive: timeout=5\r\n\r\n',
+      );
+      socket.write(jsonResponse('{"ok":true}'));
+    });
+    stack = await startStack({ UPSTREAM_URL: raw.url });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await raw.close();
+  });
+
+  const AUTH = 'Host: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n';
+
+  it('a 103 Early Hints goes on to an HTTP/1.1 client before the response, without hop-by-hop fields', async () => {
+    const text = await sendRawUntilClose(stack.url, `GET /page HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`);
+    expect(statusesIn(text)).toEqual([103, 200]);
+    const hints = text.slice(0, text.indexOf('HTTP/1.1 200'));
+    expect(hints).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n/);
+    expect(hints.toLowerCase()).toContain('link: </style.css>; rel=preload; as=style\r\n');
+    expect(hints.toLowerCase()).not.toContain('keep-alive: timeout');
+    expect(text).toContain('{"ok":true}');
+  });
+
+  it('never to an HTTP/1.0 client', async () => {
+    const text = await sendRawUntilClose(stack.url, `GET /page HTTP/1.0\r\n${AUTH}\r\n`);
+    expect(statusesIn(text)).toEqual([200]);
+  });
+});

@@ -483,15 +483,18 @@ describe('what is not patched', () => {
     expect(shim.seen.destroyed).toBe(1);
   });
 
-  it('Range and If-Range are not forwarded when a hook has onResponse', async () => {
+  it('Range and If-Range are not forwarded when a hook has onResponse, and no ranges are advertised', async () => {
     const up = await upstream((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' });
       res.end('x');
     });
     const shim = await startCore(up.url);
-    await get(`${shim.url}/things`, { range: 'bytes=0-1', 'if-range': '"v"' });
+    const reply = await get(`${shim.url}/things`, { range: 'bytes=0-1', 'if-range': '"v"' });
     expect(up.requests[0]?.range).toBeUndefined();
     expect(up.requests[0]?.['if-range']).toBeUndefined();
+    // RFC 9110 §14.3: this client cannot get a range, so the upstream's `bytes` is not passed on.
+    expect(reply.status).toBe(200);
+    expect(reply.headers['accept-ranges']).toBe('none');
   });
 
   it('a skipped outcome is counted and logged', async () => {

@@ -4,7 +4,13 @@
  */
 import { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { headerValue, mergeVary, responseHead, weakEtag } from '../../../src/proxy/response-writer.ts';
+import {
+  earlyHints,
+  headerValue,
+  mergeVary,
+  responseHead,
+  weakEtag,
+} from '../../../src/proxy/response-writer.ts';
 
 describe('mergeVary', () => {
   it.each<[string | undefined, string]>([
@@ -94,6 +100,42 @@ describe('responseHead', () => {
     ]);
   });
 
+  it('patched: no digest of the upstream bytes (RFC 9530, RFC 3230, RFC 1864); streamed: kept', () => {
+    const digests = [
+      'Content-Digest',
+      'sha-256=:ypwdde+d3Vs=:',
+      'Repr-Digest',
+      'sha-256=:ypwdde+d3Vs=:',
+      'Digest',
+      'SHA-256=ypwdde+d3Vs=',
+      'Content-MD5',
+      'Q2hlY2sgSW50ZWdyaXR5IQ==',
+    ];
+    const withDigests = {
+      rawHeaders: ['Content-Type', 'application/json', ...digests],
+      etag: undefined,
+      vary: undefined,
+    };
+    expect(responseHead(withDigests, [], true, undefined)).toEqual(['Content-Type', 'application/json']);
+    expect(responseHead(withDigests, [], false, undefined)).toEqual(withDigests.rawHeaders);
+  });
+
+  it('ranges refused (Range not forwarded): Accept-Ranges none replaces the upstream’s (RFC 9110 §14.3)', () => {
+    const ranged = {
+      rawHeaders: ['Accept-Ranges', 'bytes', 'Content-Length', '5'],
+      etag: undefined,
+      vary: undefined,
+    };
+    expect(responseHead(ranged, [], false, undefined, true)).toEqual([
+      'Content-Length',
+      '5',
+      'Accept-Ranges',
+      'none',
+    ]);
+    expect(responseHead(ranged, [], true, 'V', true)).toEqual(['Vary', 'V', 'Accept-Ranges', 'none']);
+    expect(responseHead(ranged, [], false, undefined)).toEqual(ranged.rawHeaders);
+  });
+
   it('with a Vary name: one merged Vary, streamed or patched', () => {
     for (const patched of [false, true]) {
       const head = responseHead(upstream, [], patched, 'Service-Client-Version');
@@ -132,5 +174,34 @@ describe('headerValue', () => {
     ['x', ['X', '', 'Y', 'z']],
   ])('%s in %j is what message.headers has', (name, raw) => {
     expect(headerValue(received(raw), name)).toEqual(received(raw).headers[name]);
+  });
+});
+
+describe('earlyHints', () => {
+  it('keeps the end-to-end fields of a 103, lower-cased, repeats as arrays', () => {
+    expect(
+      earlyHints([
+        'Link',
+        '</a.css>; rel=preload; as=style',
+        'Link',
+        '</b.js>; rel=preload; as=script',
+        'Connection',
+        'X-Hop',
+        'X-Hop',
+        'h',
+        'Keep-Alive',
+        'timeout=5',
+        'X-Trace',
+        't1',
+      ]),
+    ).toEqual({
+      link: ['</a.css>; rel=preload; as=style', '</b.js>; rel=preload; as=script'],
+      'x-trace': 't1',
+    });
+  });
+
+  it('is undefined without a Link (Node would send nothing)', () => {
+    expect(earlyHints(['X-Trace', 't1'])).toBeUndefined();
+    expect(earlyHints([])).toBeUndefined();
   });
 });

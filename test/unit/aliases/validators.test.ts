@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { entityTags, revalidatesUnpatched } from '../../../src/aliases/validators.ts';
+
+describe('entityTags (RFC 9110 §8.8.3)', () => {
+  it.each<[string | undefined, string[]]>([
+    [undefined, []],
+    ['', []],
+    ['"a"', ['"a"']],
+    ['W/"a", "b"', ['W/"a"', '"b"']],
+    ['"b,c",W/"d"', ['"b,c"', 'W/"d"']], // a comma inside the quotes belongs to the tag
+    ['*', ['*']],
+    [' \t"a" ,, "b"', ['"a"', '"b"']],
+    ['"a", junk, "b"', ['"a"']], // a malformed member ends the list
+    ['"unterminated', []],
+    ['W/', []],
+  ])('%j → %j', (value, tags) => {
+    expect(entityTags(value)).toEqual(tags);
+  });
+});
+
+describe('revalidatesUnpatched', () => {
+  it.each<[string | undefined, string | undefined, boolean]>([
+    ['"p1"', '"p1"', true], // the client holds the strong tag: an unpatched 200
+    ['"x", "p1"', '"p1"', true],
+    ['W/"v1"', '"v1"', false], // the weak tag of the patched 200
+    ['"v1", W/"v1"', '"v1"', false], // both: keep the patched form
+    ['*', '"v1"', false],
+    [undefined, '"v1"', false], // If-Modified-Since only: the body's kind decides
+    ['W/"v1"', 'W/"v1"', false], // a weak upstream tag stays as it is anyway
+    ['"p1"', undefined, false],
+  ])('If-None-Match %j, ETag %j → %s', (inm, etag, expected) => {
+    expect(revalidatesUnpatched(inm, etag)).toBe(expected);
+  });
+});
