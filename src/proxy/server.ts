@@ -49,10 +49,12 @@ interface Pipeline {
  * connection option, or HTTP/1.0 without `keep-alive`.
  */
 function asksToClose(req: IncomingMessage): boolean {
-  const options = (req.headers.connection ?? '').toLowerCase().split(',');
+  const http10 = req.httpVersionMajor === 1 && req.httpVersionMinor === 0;
+  const connection = req.headers.connection;
+  if (connection === undefined) return http10;
+  const options = connection.toLowerCase().split(',');
   const has = (option: string) => options.some((o) => o.trim() === option);
-  if (has('close')) return true;
-  return req.httpVersionMajor === 1 && req.httpVersionMinor === 0 && !has('keep-alive');
+  return has('close') || (http10 && !has('keep-alive'));
 }
 
 /**
