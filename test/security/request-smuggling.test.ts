@@ -406,21 +406,39 @@ describe.concurrent('requests pipelined behind a response that closes the connec
 });
 
 describe.concurrent('pipelined requests are handled one at a time, in order (RFC 9112 §9.3.2)', () => {
-  it('a GET pipelined behind a rewritten POST reaches the upstream after it', async () => {
-    const { upstream, stack } = await stackWithRecorder();
-    const body = JSON.stringify({ name: 'm', tags: {} });
+  it('a request pipelined behind another reaches the upstream only once the first is answered', async () => {
+    // The upstream holds /one until /two arrives or 300 ms pass: handled in order, /two never comes first.
+    let answerOne: (() => void) | undefined;
+    let twoBeforeOneAnswered: boolean | undefined;
+    let oneAnswered = false;
+    const upstream = await startRawUpstream((socket, received) => {
+      if (received.includes('GET /two ') && twoBeforeOneAnswered === undefined) {
+        twoBeforeOneAnswered = !oneAnswered;
+        answerOne?.();
+      }
+      if (received.includes('GET /one ') && answerOne === undefined) {
+        const timer = setTimeout(() => answerOne?.(), 300);
+        answerOne = () => {
+          if (oneAnswered) return;
+          oneAnswered = true;
+          clearTimeout(timer);
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n"one"');
+        };
+      }
+      if (received.includes('GET /two ')) {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n"two"');
+      }
+    });
+    upstreams.push(upstream);
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
+    stacks.push(stack);
     const raw = await sendRawUntilClose(
       stack.url,
-      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
-        `GET /missions HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`,
+      `GET /one HTTP/1.1\r\n${AUTH}\r\nGET /two HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`,
     );
     expect(statusesIn(raw)).toEqual([200, 200]);
-    const targets = upstream.received.flatMap((r) => frameRequests(r).requests).map((r) => r.target);
-    expect(targets).toEqual(['/missions', '/missions']);
-    const post = upstream.received.flatMap((r) => frameRequests(r).requests)[0];
-    expect(post?.method).toBe('POST');
-    expect(post?.body).toBe(JSON.stringify({ name: 'm', metadata: {} }));
+    expect(raw.indexOf('"one"')).toBeLessThan(raw.indexOf('"two"'));
+    expect(twoBeforeOneAnswered).toBe(false);
   });
 
   it('garbage after a complete request: its response first, then the 400, in order', async () => {
