@@ -424,8 +424,8 @@ export function configVariables(plugins: readonly PluginDefinition[]): string[] 
  * `<SVC>_PORT_443_TCP_ADDR`, …), CI runners and test runners.
  */
 export const AMBIENT_VARIABLES: readonly RegExp[] = Object.freeze([
-  /^(PATH|HOME|HOSTNAME|PWD|OLDPWD|SHLVL|USER|LOGNAME|SHELL|TERM|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|MAIL|EDITOR|PAGER|DISPLAY|COLORTERM|INIT_CWD|CI|FORCE_COLOR|NO_COLOR|DEBUG|UV_THREADPOOL_SIZE)$/,
-  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE)_/,
+  /^(PATH|HOME|HOSTNAME|PWD|OLDPWD|SHLVL|USER|LOGNAME|SHELL|TERM|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|MAIL|EDITOR|PAGER|DISPLAY|COLORTERM|INIT_CWD|CI|FORCE_COLOR|NO_COLOR|DEBUG|UV_THREADPOOL_SIZE|HTTP_PROXY|HTTPS_PROXY|NO_PROXY|ALL_PROXY|DEBIAN_FRONTEND|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE)$/,
+  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE|SSL|PYTHON|PYENV|PIP|JAVA|GO|RUST|CARGO)_/,
   /_SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?$/,
   /_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$/,
 ]);
@@ -586,7 +586,8 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     'core nor a registered plugin reads is named in one start-up warning (`level: 40`, `environment',
     'variables not read by this shim …`), not silently ignored and not an error: typically a variable of a',
     'plugin that has been deleted, or a typo. Platform variables (shell, locale, Node and npm, Kubernetes',
-    'service links such as `<SVC>_SERVICE_HOST` and `<SVC>_PORT_<n>_TCP…`, CI runners) are not reported',
+    'service links such as `<SVC>_SERVICE_HOST` and `<SVC>_PORT_<n>_TCP…`, CI runners, proxies, CA bundles',
+    'and language toolchains of base images such as `SSL_CERT_FILE` or `PYTHON_…`) are not reported',
     '(`AMBIENT_VARIABLES` in `src/config.ts`). Remove the variable from the deployment to silence it.',
     '',
     'Example (the sidecar of `deploy/kubernetes.yaml`):',

@@ -11,6 +11,8 @@
  * a port in use or a demo backend that cannot start prints one line and exits 1. A second signal
  * during the drain exits at once with code 1; a drain that hangs past `SHUTDOWN_TIMEOUT_MS` + 5 s exits 1.
  */
+// First: a Node older than 24 stops here with one line (node-version.ts).
+import './node-version.ts';
 import { parseArgs } from 'node:util';
 import { PLUGINS } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';

@@ -130,7 +130,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     });
 
   let draining = false;
-  const front = createFrontServer(shim.app, shim.onServerRejection);
+  // The connection bookkeeping sees the requests the pipeline handles (in order, one per connection at
+  // a time: server.ts pipelineInOrder), before the app can answer; never the ones dropped unanswered.
+  const front = createFrontServer((req, res) => {
+    connections.track(req, res);
+    shim.app(req, res);
+  }, shim.onServerRejection);
   const admin = createAdminServer({
     registry: metrics.registry,
     upstreamReachable: probe,
@@ -241,8 +246,21 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   };
 }
 
+/**
+ * Longest a connection closed after a response lingers, reading and dropping what the client still
+ * sends (ms): long enough for a client to read a refusal and stop an upload, short enough that a
+ * client that never stops holds no socket for long (nginx's `lingering_time` is 30 s, with 5 s between
+ * reads).
+ */
+export const LINGER_MS = 5_000;
+
 /** Connection bookkeeping for the drain; see {@link trackConnections}. */
 interface TrackedConnections {
+  /**
+   * Counts a request the pipeline is about to handle until its response closes; while draining, its
+   * response will close the connection. Call it before the app, which may answer synchronously.
+   */
+  track(req: IncomingMessage, res: ServerResponse): void;
   /** Requests whose response has not ended. */
   inFlight(): number;
   /** Sends `Connection: close` on every response not yet started and closes idle connections. */
@@ -258,7 +276,12 @@ interface TrackedConnections {
  *   released only when the client has closed its side too. Node would release it as soon as the bytes
  *   are handed to the kernel; a process (and container network namespace) that exits then can lose the
  *   tail of a response still sitting in the socket buffer on its way to a slow client;
- * - `server.close()`'s own closing of idle connections is replaced by the same graceful close.
+ * - `server.close()`'s own closing of idle connections is replaced by the same graceful close;
+ * - outside a drain, a response that closes the connection while the client is still sending (the
+ *   shim's refusal of a body it did not read: 401, 413, 408, …) closes it in the same stages, for at
+ *   most {@link LINGER_MS}: a reset would lose that response for a client busy sending (RFC 9112 §9.6).
+ * - `track` counts the requests the pipeline handles (server.ts `pipelineInOrder`), not the pipelined
+ *   ones it drops unanswered when the connection closes before their turn.
  * @param server The front-door server (not yet listening).
  * @param draining Whether shutdown has begun.
  */
@@ -269,28 +292,40 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
   const busy = new Map<Socket, number>();
   let inFlight = 0;
 
-  const closeGracefully = (socket: Socket): void => {
+  /**
+   * FIN after the last byte, then the bytes the client still sends are read and dropped until it closes
+   * its side: closing a socket with unread bytes sends a reset, which can destroy the response in the
+   * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). Bounded
+   * by `lingerMs` (none while draining, whose deadline cuts every connection).
+   */
+  const closeGracefully = (socket: Socket, lingerMs?: number): void => {
     if (socket.destroyed) return;
     if (socket.readableEnded) {
       socket.destroySoon();
       return;
     }
     socket.once('end', () => socket.destroy());
+    if (lingerMs !== undefined) {
+      const timer = setTimeout(() => socket.destroy(), lingerMs);
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
+    }
     socket.end();
     socket.resume();
   };
   server.on('connection', (socket: Socket) => {
     busy.set(socket, 0);
     socket.once('close', () => busy.delete(socket));
-    // Node calls destroySoon() after a `Connection: close` response.
+    // Node calls destroySoon() after a `Connection: close` response: the shim's refusal of a request
+    // whose body it did not read (401, 413, 408, …) among them. While the client is still sending,
+    // close in stages, so that it can read that response.
     const destroySoon = socket.destroySoon.bind(socket);
     socket.destroySoon = () => {
-      if (draining() && !socket.readableEnded) closeGracefully(socket);
-      else destroySoon();
+      if (socket.readableEnded) destroySoon();
+      else closeGracefully(socket, draining() ? undefined : LINGER_MS);
     };
   });
-  // Prepended, so it runs before the app can answer synchronously.
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+  const track = (req: IncomingMessage, res: ServerResponse): void => {
     const socket = req.socket;
     busy.set(socket, (busy.get(socket) ?? 0) + 1);
     inFlight++;
@@ -302,15 +337,16 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
       busy.set(socket, count - 1);
       if (draining() && count === 1) setImmediate(() => closeGracefully(socket));
     });
-  });
+  };
   server.closeIdleConnections = () => {
     for (const [socket, count] of busy) if (count === 0) closeGracefully(socket);
   };
   return {
+    track,
     inFlight: () => inFlight,
     startDrain() {
       // The response in progress on each busy connection (Node keeps it as `socket._httpMessage`;
-      // pipelined requests behind it get `Connection: close` from the request listener above).
+      // pipelined requests behind it get `Connection: close` from `track` when their turn comes).
       for (const [socket, count] of busy) {
         const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
         if (count > 0 && res && !res.headersSent) res.shouldKeepAlive = false;

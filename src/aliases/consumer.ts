@@ -94,6 +94,8 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
  *   content or state (400, 404, 409, …; a NestJS upstream runs its guards before its validation pipes).
  *   In a brownout, the upstream's 400 `property tags should not exist` is the very breakage being
  *   rehearsed;
+ *   A 4xx the upstream sends before it checks credentials (a rate limiter's 429 in front of its
+ *   authentication) counts too, made-up key or not: docs/removing-the-alias-layer.md says so;
  * - 401, 403 → do not count: the upstream refused the credentials (RFC 9110 §15.5.2), or refused the
  *   caller (§15.5.4) — which is also what a NestJS guard that returns `false` answers for a made-up key
  *   (the service document, part 5, does not say which the service sends). Anyone can provoke either;

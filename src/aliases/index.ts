@@ -168,13 +168,13 @@ export function createAliasLayer(
     const consumer = identify(exchange);
     const label = routeLabel(route);
     return {
-      // Counted only once the upstream's answer shows it did not refuse the credentials.
-      onResponse(status) {
-        if (!countsAsUse(status)) return undefined;
+      // Counted only once the upstream's answer shows it did not refuse the credentials. An observer
+      // (`onStatus`), not a patcher: as without the layer, the client's Range goes upstream.
+      onStatus(status) {
+        if (!countsAsUse(status)) return;
         metrics.brownoutRequests.inc({ route: label });
         if (status >= 400) metrics.brownoutRefusals.inc({ route: label });
         if (used.length > 0) recordUse(exchange, consumer, used);
-        return undefined;
       },
     };
   };

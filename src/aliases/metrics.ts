@@ -56,13 +56,13 @@ export function createAliasMetrics(
 ): AliasMetrics {
   const uses = new Counter({
     name: ALIAS_USES_METRIC,
-    help: 'Deprecated alias uses: renamed in requests the upstream answered with neither 401 nor 5xx (direction=request) or added to responses (direction=response), by alias and client major.minor.',
+    help: 'Deprecated alias uses: renamed in requests the upstream answered with neither 401, 403 nor 5xx (direction=request) or added to responses (direction=response), by alias and client major.minor.',
     labelNames: ['alias', 'direction', 'client'] as const,
     registers: [registry],
   });
   const brownoutRequests = new Counter({
     name: ALIAS_BROWNOUT_REQUESTS_METRIC,
-    help: 'Requests of legacy clients on an aliased route left untranslated by a brownout (ALIAS_BROWNOUTS) that the upstream answered with neither 401 nor 5xx, by alias-table route.',
+    help: 'Requests of legacy clients on an aliased route left untranslated by a brownout (ALIAS_BROWNOUTS) that the upstream answered with neither 401, 403 nor 5xx, by alias-table route.',
     labelNames: ['route'] as const,
     registers: [registry],
   });

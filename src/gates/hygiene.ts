@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
+import { expectsContinue } from '../proxy/expect-continue.ts';
 import { isHostSyntax } from '../proxy/host-syntax.ts';
 
 /** Percent-encodings that must never appear in a path: `/`, `\`, NUL. */
@@ -122,9 +123,6 @@ export function checkHost(host: string | undefined, httpVersion = '1.1'): string
   return 'The Host header must be a host name or address with an optional port (RFC 9110 §7.2).';
 }
 
-/** `100-continue` as a member of an `Expect` value, as Node's server recognizes it. */
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
-
 /**
  * Checks the `Expect` header (RFC 9110 §10.1.1): `100-continue` is the only expectation defined, and
  * a server MAY answer any other with 417. An HTTP/1.0 request's `Expect` is ignored (§10.1.1: a server
@@ -134,8 +132,8 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * @returns `undefined` when there is nothing to refuse, else the message for a 417.
  */
 export function checkExpectation(expect: string | undefined, httpVersion = '1.1'): string | undefined {
-  if (expect === undefined || httpVersion === '1.0' || httpVersion === '0.9' || CONTINUE.test(expect))
-    return undefined;
+  if (expect === undefined || httpVersion === '1.0' || httpVersion === '0.9') return undefined;
+  if (expectsContinue(expect, httpVersion)) return undefined;
   return 'The only expectation this proxy meets is "Expect: 100-continue" (RFC 9110 §10.1.1).';
 }
 

@@ -20,6 +20,7 @@ import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
+import { expectsContinue } from './expect-continue.ts';
 import {
   buildUpstreamHeaders,
   type ForwardedHeaders,
@@ -175,7 +176,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
        */
       const fail = (err: NodeJS.ErrnoException, responseComplete = false) => {
         if (failed || clientGone) return;
-        failed = true;
         clearTimeout(headerTimer);
         const decision = decideUpstreamFailure({
           error: err,
@@ -187,6 +187,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           replayable,
           replayed: attempt > 0,
         });
+        // Latched, so that this attempt fails once; not for `finish` (see below).
+        if (decision.action !== 'finish') failed = true;
         if (decision.action === 'replay') {
           // A pooled connection the upstream closed just as it was reused (RFC 9110 §9.2.2).
           logger.debug(
@@ -198,7 +200,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           return;
         }
         if (decision.action === 'finish') {
-          // The response is whole and goes on to the client; Node drops the upstream connection.
+          // The response is whole and goes on to the client; Node drops the upstream connection. Not
+          // latched: its body may still fail to decode, and that failure must reach the client.
           metrics.upstreamErrors.inc({ kind: decision.kind });
           state.exchange.logFields.upstreamError = err.code ?? err.message;
           return;
@@ -217,12 +220,20 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
       });
 
-      // The 1xx the upstream sends of its own accord go on (RFC 9110 §15.2), never to HTTP/1.0 clients;
-      // a 100 is not one (Node's server answered the client's Expect; the shim forwards none).
+      // A 103 the upstream sends of its own accord goes on (RFC 9110 §15.2: a proxy MUST forward such
+      // 1xx), never to an HTTP/1.0 client. Not a 100 (Node's server answered the client's Expect itself)
+      // nor a 102 (deprecated; Node's server can send none of its own fields).
       upstreamReq.on('information', (info) => {
         if (info.statusCode !== 103 || res.headersSent || clientGone || req.httpVersion === '1.0') return;
         const hints = earlyHints(info.rawHeaders);
-        if (hints !== undefined) res.writeEarlyHints(hints);
+        if (hints === undefined) return;
+        try {
+          res.writeEarlyHints(hints);
+        } catch (err) {
+          // Node checks `Link` against a narrower grammar than RFC 8288 (a quoted `title="a b"`
+          // throws ERR_INVALID_ARG_VALUE): such a hint is dropped, never the process.
+          logger.debug({ err, path: state.exchange.path }, 'early hints not forwarded');
+        }
       });
 
       upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
@@ -301,6 +312,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // Range was not forwarded while a hook has onResponse (handler): no ranges for this client.
     let rangesRefused = false;
     for (const hooks of state.hooks) {
+      hooks.onStatus?.(status);
       if (hooks.onResponse) rangesRefused = true;
       const patch = hooks.onResponse?.(status, upstreamRes.headers);
       if (patch) {
@@ -416,6 +428,15 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     dispatch(req, res, state, url, body, dropRange, held);
   };
 
+  /**
+   * `Expect: 100-continue`: the request passed the gates, so the client may send its body now (RFC 9110
+   * §10.1.1; server.ts leaves the `100 Continue` to this point instead of sending it before any check).
+   */
+  const continueIfExpected = (req: IncomingMessage, res: ServerResponse): void => {
+    if (req.headers.expect !== undefined && expectsContinue(req.headers.expect, req.httpVersion))
+      res.writeContinue();
+  };
+
   // Synchronous unless a body must be rewritten: a pass-through costs no promise and no microtask.
   const handler: RequestHandler = (req, res, next) => {
     const state = stateOf(res);
@@ -436,10 +457,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       if (query !== exchange.rawQuery) url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       if (rewrites !== undefined && body === 'stream') {
+        // A declared length over the limit is refused before the client sends the body (413).
+        if (!(Number(req.headers['content-length']) > maxRewriteBody)) continueIfExpected(req, res);
         rewriteThenDispatch(req, res, state, url, rewrites, dropRange).catch(next);
         return;
       }
     }
+    continueIfExpected(req, res);
     dispatch(req, res, state, url, body, dropRange, undefined);
   };
 

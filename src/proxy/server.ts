@@ -33,16 +33,27 @@ export type ParserRejection = 'malformed' | 'header_size' | 'request_timeout' | 
 
 /** The requests of one connection that Node has parsed and the shim has not answered yet. */
 interface Pipeline {
-  /** In arrival order; the first is being handled, the others wait for it. */
-  readonly waiting: Array<{ readonly req: IncomingMessage; readonly res: ServerResponse }>;
-  /** The client asked to close after a request already in `waiting`: later ones are never handled. */
+  /** Their responses (`res.req` is the request), in order; the first one's request is being handled. */
+  readonly unanswered: ServerResponse[];
+  /** The client asked to close after a request already parsed: later ones are never handled. */
   closing: boolean;
   /**
-   * The parser failed after the last complete request: its error response, sent once the response in
-   * progress is out (RFC 9112 §9.3.2: responses in request order); nothing after it is handled.
+   * The parser failed: its error response goes out once `remaining` more responses are done (RFC 9112
+   * §9.3.2: responses in request order); nothing after it is handled.
    */
-  failed?: () => void;
+  failed?: { readonly respond: () => void; remaining: number };
 }
+
+/** Where a parser error's response goes (see {@link pipelineInOrder}'s `onParserError`). */
+type ParserErrorTurn =
+  /** Sent now: nothing of the connection is unanswered, or the error is in the body of the request being handled. */
+  | 'now'
+  /** Sent once the responses before it are done. */
+  | 'deferred'
+  /** Not sent: the error is in the body of the request being handled, whose response already started. */
+  | 'started'
+  /** Not sent: an error of this connection is already waiting for its turn. */
+  | 'repeated';
 
 /**
  * Whether a request asks to close the connection after its response (RFC 9112 §9.3, §9.6): a `close`
@@ -66,60 +77,75 @@ function asksToClose(req: IncomingMessage): boolean {
  * after every rejection of ambiguous framing, so running them executed smuggled requests).
  *
  * A request parsed while an earlier one of its connection is unanswered waits until that response is
- * done (`close`). It is never handled when, by then or on arrival, the connection is closing: the client
- * asked (`Connection: close`, HTTP/1.0 without keep-alive), or the response before it closes the
+ * done (its `close`). It is never handled when, by then or on arrival, the connection is closing: the
+ * client asked (`Connection: close`, HTTP/1.0 without keep-alive), or the response before it closes the
  * connection (Node ends the socket at that response's finish, before its `close`: the socket is no
  * longer writable), or the parser failed. Such a request gets no response; the connection closes.
- * @returns The listener for the server's `request` (and `checkExpectation`) events, and how the
- *   `clientError` handler defers its response behind the one in progress.
+ *
+ * A parser error is answered in its turn ({@link ParserErrorTurn}): after the responses to the
+ * complete requests before it. An error inside a request's body belongs to that request: answered now
+ * when it is the one being handled (or the connection is closed, if its response already started),
+ * else in its turn, the request itself never handled.
+ *
+ * Per request: a map lookup, an array push and shift, and one `close` listener (a shared function).
+ * @returns The listener for the server's `request` (and `checkExpectation`) events, and the
+ *   `clientError` handler's part: where a parser error's response goes.
  */
 function pipelineInOrder(handler: RequestListener): {
   onRequest: RequestListener;
-  /** Sends `respond` now, or after the response in progress when every request so far is complete. */
-  onParserError(socket: Duplex, respond: () => void): void;
+  /** Sends `respond` now or stores it for its turn, and says which (`started`, `repeated`: not at all). */
+  onParserError(socket: Duplex, respond: () => void): ParserErrorTurn;
 } {
   const pipelines = new WeakMap<Duplex, Pipeline>();
   const open = (socket: Duplex) => !socket.destroyed && socket.writable;
-  const next = (socket: Duplex, pipeline: Pipeline) => {
-    pipeline.waiting.shift();
-    const head = pipeline.waiting[0];
-    if (head !== undefined && pipeline.failed === undefined && open(socket)) {
-      handler(head.req, head.res);
+  // One function for every response's `close`, no closure per request.
+  function onClose(this: ServerResponse) {
+    const socket = this.req.socket;
+    const pipeline = pipelines.get(socket);
+    if (pipeline === undefined || pipeline.unanswered[0] !== this) return;
+    pipeline.unanswered.shift();
+    const failed = pipeline.failed;
+    if (failed !== undefined && --failed.remaining <= 0) {
+      pipeline.unanswered.length = 0;
+      if (open(socket)) failed.respond();
       return;
     }
-    // Nothing more is handled on this connection (or nothing waits): the parser's error goes out now.
-    pipeline.waiting.length = 0;
-    const failed = pipeline.failed;
-    pipeline.failed = undefined;
-    if (failed !== undefined && open(socket)) failed();
-  };
+    const head = pipeline.unanswered[0];
+    if (head !== undefined && open(socket)) handler(head.req, head);
+    else pipeline.unanswered.length = 0;
+  }
   return {
     onRequest(req, res) {
       const socket = req.socket;
       let pipeline = pipelines.get(socket);
       if (pipeline === undefined) {
-        pipeline = { waiting: [], closing: false };
+        pipeline = { unanswered: [], closing: false };
         pipelines.set(socket, pipeline);
       }
       if (pipeline.closing || pipeline.failed !== undefined || !open(socket)) return;
       if (asksToClose(req)) pipeline.closing = true;
-      const entry = { req, res };
-      pipeline.waiting.push(entry);
-      const current = pipeline;
-      res.once('close', () => {
-        if (current.waiting[0] === entry) next(socket, current);
-      });
-      if (pipeline.waiting.length === 1) handler(req, res);
+      pipeline.unanswered.push(res);
+      res.on('close', onClose);
+      if (pipeline.unanswered.length === 1) handler(req, res);
     },
     onParserError(socket, respond) {
       const pipeline = pipelines.get(socket);
-      const last = pipeline?.waiting.at(-1);
-      // An error inside the body of the request being handled is that request's own: answered now.
-      if (pipeline === undefined || last === undefined || !last.req.complete) {
+      if (pipeline?.failed !== undefined) return 'repeated';
+      const unanswered = pipeline?.unanswered ?? [];
+      const last = unanswered.at(-1);
+      if (pipeline === undefined || last === undefined) {
         respond();
-        return;
+        return 'now';
       }
-      pipeline.failed = respond;
+      const inBody = !last.req.complete;
+      if (inBody && unanswered.length === 1) {
+        if (last.headersSent) return 'started';
+        respond();
+        return 'now';
+      }
+      // Every request before the error is served first (all but the broken one, for an error in a body).
+      pipeline.failed = { respond, remaining: inBody ? unanswered.length - 1 : unanswered.length };
+      return 'deferred';
     },
   };
 }
@@ -128,8 +154,9 @@ function pipelineInOrder(handler: RequestListener): {
  * Creates the front-door server (not listening).
  * @param handler The request pipeline (the Express app); it sees one request of a connection at a time
  *   (see {@link pipelineInOrder}), including those with an `Expect` other than `100-continue` (which
- *   Node would answer itself; the pipeline answers 417) and HTTP/1.1 requests without `Host` (the
- *   pipeline answers 400, RFC 9112 §3.2).
+ *   Node would answer itself; the pipeline answers 417), those with `Expect: 100-continue` (no
+ *   automatic `100 Continue`: the pipeline sends it once it admits the request) and HTTP/1.1 requests
+ *   without `Host` (the pipeline answers 400, RFC 9112 §3.2).
  * @param onRejected Told of every request the server refuses itself (parser errors, oversized heads,
  *   timeouts, upgrades), which never reach the pipeline's metrics and log.
  */
@@ -154,6 +181,10 @@ export function createFrontServer(
   );
   // Node answers an unknown expectation with its own bare 417; the hygiene gate answers it instead.
   server.on('checkExpectation', pipeline.onRequest);
+  // Node would answer `Expect: 100-continue` with `100 Continue` at once, before any check: the
+  // forwarder sends it once the request is admitted (forward.ts), so that a refused upload is refused
+  // before its body is sent (RFC 9110 §10.1.1).
+  server.on('checkContinue', pipeline.onRequest);
   // WebSocket and other upgrades never pass through Express middleware: refuse them here (SPEC §3).
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
     onRejected('upgrade', 501);
@@ -170,29 +201,28 @@ export function createFrontServer(
     );
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    // A response already started on this socket (the shim's own 400 for the same request, when the
-    // parser fails later in its body): a second response would desynchronize a front proxy's
-    // response queue. Close instead, as Node's default handler does (lib/_http_server.js
-    // socketOnError); test/security/request-smuggling.test.ts.
-    const started = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-    if (err.code === 'ECONNRESET' || !socket.writable || started?.headersSent) {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    // Bytes after complete requests that are no request: answered in their turn, after the responses
-    // to those requests (RFC 9112 §9.3.2; test/security/request-smuggling.test.ts › pipelined).
-    if (err.code === 'HPE_HEADER_OVERFLOW') {
-      onRejected('header_size', 431);
-      pipeline.onParserError(socket, () =>
-        writeRaw(socket, 431, `Request headers are larger than ${MAX_HEADER_BYTES} bytes.`),
-      );
-    } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      onRejected('request_timeout', 408);
-      pipeline.onParserError(socket, () => writeRaw(socket, 408, 'The request was not received in time.'));
-    } else {
-      onRejected('malformed', 400);
-      pipeline.onParserError(socket, () => writeRaw(socket, 400, 'The request is not valid HTTP/1.1.'));
+    const [reason, status, message]: [ParserRejection, number, string] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? ['header_size', 431, `Request headers are larger than ${MAX_HEADER_BYTES} bytes.`]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ['request_timeout', 408, 'The request was not received in time.']
+          : ['malformed', 400, 'The request is not valid HTTP/1.1.'];
+    // In its turn, after the responses to the complete requests before it (RFC 9112 §9.3.2;
+    // test/security/request-smuggling.test.ts › pipelined).
+    const turn = pipeline.onParserError(socket, () => writeRaw(socket, status, message));
+    if (turn === 'started') {
+      // The error is in the body of a request whose response already started (the shim's own 400 for
+      // the same request, when the parser fails later in its body): a second response would desynchronize
+      // a front proxy's response queue. Close instead, as Node's default handler does (lib/_http_server.js
+      // socketOnError); test/security/request-smuggling.test.ts.
+      socket.destroy();
+      return;
     }
+    if (turn !== 'repeated') onRejected(reason, status);
   });
   return server;
 }

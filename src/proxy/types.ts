@@ -111,6 +111,11 @@ export interface ExchangeHooks {
    * `Range` and `If-Range` are not forwarded (RFC 9110 §14.2: the full 200 is patched).
    */
   onResponse?(status: number, headers: IncomingHttpHeaders): ResponsePatch | undefined;
+  /**
+   * Told the upstream's status when its response head arrives, for every response; observes only (a
+   * hook that may patch uses {@link onResponse}). Unlike `onResponse`, it leaves `Range` forwarded.
+   */
+  onStatus?(status: number): void;
 }
 
 /** A plugin on the two seams (request rewriter and response patcher). */

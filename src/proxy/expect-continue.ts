@@ -1,0 +1,17 @@
+/**
+ * `Expect: 100-continue` (RFC 9110 §10.1.1), as Node's HTTP server recognizes it.
+ */
+
+/** `100-continue` as a member of an `Expect` value (Node's `continueExpression`). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/**
+ * Whether `Expect` asks for `100 Continue` before the body. An HTTP/1.0 request's expectation is
+ * ignored (RFC 9110 §10.1.1: a server MUST ignore a 100-continue expectation in HTTP/1.0).
+ * @param expect The request's `Expect` header, absent for most requests.
+ * @param httpVersion The request's version, e.g. `1.1` (Node's `req.httpVersion`).
+ * @example expectsContinue('100-continue', '1.1') // → true
+ */
+export function expectsContinue(expect: string | undefined, httpVersion: string): boolean {
+  return expect !== undefined && httpVersion !== '1.0' && httpVersion !== '0.9' && CONTINUE.test(expect);
+}
