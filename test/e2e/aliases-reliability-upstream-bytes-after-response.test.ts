@@ -9,8 +9,9 @@
  * process (every exchange in flight with it). The core's own cases: upstream-bytes-after-response.test.ts.
  * Goes with `src/aliases/` at 1.0.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+
 import { gzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
 import { getOutcome, send } from '../helpers/http.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
