@@ -474,7 +474,7 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
     upstreams.push(upstream);
     const stack = await startStack({ UPSTREAM_URL: upstream.url });
     stacks.push(stack);
-    return { upstream, stack, release: () => release?.() };
+    return { upstream, stack, held: () => release !== undefined, release: () => release?.() };
   }
 
   const malformed = async (stack: Stack) =>
@@ -484,7 +484,7 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
     );
 
   it('a queued request with a broken body: the response before it first, then its 400; it never runs', async () => {
-    const { upstream, stack, release } = await holdingStack();
+    const { upstream, stack, held, release } = await holdingStack();
     const net = await import('node:net');
     const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
     client.on('error', () => {});
@@ -497,6 +497,7 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
       `GET /slow HTTP/1.1\r\n${AUTH}\r\nPOST /b HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\nZZZ\r\n`,
     );
     await waitFor(async () => (await malformed(stack)) === 1, { what: 'the parser error' });
+    await waitFor(held, { what: 'the upstream to hold /slow' });
     release();
     await closed;
     expect(statusesIn(text)).toEqual([200, 400]);
@@ -517,7 +518,7 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
   });
 
   it('garbage while a response is streaming: that response whole, then one 400, counted once', async () => {
-    const { stack, release } = await holdingStack();
+    const { stack, held, release } = await holdingStack();
     const net = await import('node:net');
     const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
     client.on('error', () => {});
@@ -532,6 +533,7 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
     await waitFor(async () => (await malformed(stack)) === 1, { what: 'the parser error' });
     client.write('MORE GARBAGE\r\n\r\n');
     client.write('AND MORE\r\n\r\n');
+    await waitFor(held, { what: 'the upstream to hold /slow' });
     release();
     await closed;
     expect(statusesIn(text)).toEqual([200, 400]);
