@@ -187,6 +187,10 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
         logger.warn({ path: state.exchange.path, rejection: err.reason }, err.message);
       }
       sendError(res, err.statusCode, err.message, headers, unread);
+      // What the client still sends of a body the shim stopped reading is read and dropped while the
+      // connection closes in stages (runtime.ts): a paused request would stop the reading, and the
+      // client, its writes blocked, would be reset without reading the refusal.
+      if (unread) req.resume();
       return;
     }
     logger.error({ err, path: state?.exchange.path }, 'unexpected error in the request pipeline');

@@ -277,9 +277,9 @@ interface TrackedConnections {
  *   are handed to the kernel; a process (and container network namespace) that exits then can lose the
  *   tail of a response still sitting in the socket buffer on its way to a slow client;
  * - `server.close()`'s own closing of idle connections is replaced by the same graceful close;
- * - outside a drain, a response that closes the connection while the client is still sending (the
- *   shim's refusal of a body it did not read: 401, 413, 408, …) closes it in the same stages, for at
- *   most {@link LINGER_MS}: a reset would lose that response for a client busy sending (RFC 9112 §9.6).
+ * - a response that closes the connection while the client is still sending (the shim's refusal of a
+ *   body it did not read: 401, 413, 408, 503, a parser error) closes it in the same stages, for at most
+ *   {@link LINGER_MS}: a reset would lose that response for a client busy sending (RFC 9112 §9.6).
  * - `track` counts the requests the pipeline handles (server.ts `pipelineInOrder`), not the pipelined
  *   ones it drops unanswered when the connection closes before their turn.
  * @param server The front-door server (not yet listening).
@@ -296,7 +296,7 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
    * FIN after the last byte, then the bytes the client still sends are read and dropped until it closes
    * its side: closing a socket with unread bytes sends a reset, which can destroy the response in the
    * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). Bounded
-   * by `lingerMs` (none while draining, whose deadline cuts every connection).
+   * by `lingerMs` when given (the drain's deadline bounds the rest).
    */
   const closeGracefully = (socket: Socket, lingerMs?: number): void => {
     if (socket.destroyed) return;
@@ -322,7 +322,7 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
     const destroySoon = socket.destroySoon.bind(socket);
     socket.destroySoon = () => {
       if (socket.readableEnded) destroySoon();
-      else closeGracefully(socket, draining() ? undefined : LINGER_MS);
+      else closeGracefully(socket, LINGER_MS);
     };
   });
   const track = (req: IncomingMessage, res: ServerResponse): void => {

@@ -221,8 +221,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       });
 
       // A 103 the upstream sends of its own accord goes on (RFC 9110 §15.2: a proxy MUST forward such
-      // 1xx), never to an HTTP/1.0 client. Not a 100 (Node's server answered the client's Expect itself)
-      // nor a 102 (deprecated; Node's server can send none of its own fields).
+      // 1xx), never to an HTTP/1.0 client. Not a 100 (the shim answered the client's Expect itself, and
+      // sends no Expect upstream) nor a 102 (deprecated; Node's server can send none of its own fields).
       upstreamReq.on('information', (info) => {
         if (info.statusCode !== 103 || res.headersSent || clientGone || req.httpVersion === '1.0') return;
         const hints = earlyHints(info.rawHeaders);
@@ -420,6 +420,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
         reservation: held,
         signal: controller.signal,
+        // After the checks that need no byte of the body (coding, declared length, budget).
+        beforeRead: () => continueIfExpected(req, res),
       });
     } finally {
       clearTimeout(timer);
@@ -457,8 +459,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       if (query !== exchange.rawQuery) url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       if (rewrites !== undefined && body === 'stream') {
-        // A declared length over the limit is refused before the client sends the body (413).
-        if (!(Number(req.headers['content-length']) > maxRewriteBody)) continueIfExpected(req, res);
         rewriteThenDispatch(req, res, state, url, rewrites, dropRange).catch(next);
         return;
       }

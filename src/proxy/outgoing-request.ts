@@ -138,7 +138,8 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  * - Hop-by-hop headers and every header `Connection` names are dropped (a client naming `Host` keeps
  *   it). Framing headers are always rebuilt from {@link requestFraming}, even when `Connection` names
  *   `Content-Length`: stripped, a GET/DELETE body would go upstream unframed (smuggling).
- * - `Expect` is dropped: Node's server already answered `100 Continue` to the client.
+ * - `Expect` is dropped: the shim answers the client's `100-continue` itself (forward.ts, once the
+ *   request passed the gates).
  * - `X-Forwarded-For`, `-Proto`, `-Host`: one header each, this hop's value (the client's address,
  *   `http`/`https`, the client's `Host`) appended to the client's (all repeats joined with `, `), or
  *   alone with `forwardedHeaders: 'replace'`, which also drops the client's `Forwarded`

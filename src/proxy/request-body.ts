@@ -33,6 +33,12 @@ export interface BodyReadOptions {
   readonly reservation?: Reservation;
   /** Aborted when the body must have arrived (`BODY_TIMEOUT_MS` from the request head) → 408. */
   readonly signal?: AbortSignal;
+  /**
+   * Called once, when every check that needs no byte of the body has passed (declared length, budget,
+   * deadline), just before the body is read: where `100 Continue` goes (RFC 9110 §10.1.1), so that a
+   * request refused on its head is refused before its client sends the body.
+   */
+  readonly beforeRead?: () => void;
 }
 
 /**
@@ -67,6 +73,7 @@ export function readBoundedBody(
     reservation?.release();
     return Promise.reject(timedOut());
   }
+  options.beforeRead?.();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
