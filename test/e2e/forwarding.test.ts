@@ -5,7 +5,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
-import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
+import { openRaw, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, markRequests } from '../helpers/http1-frames.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -288,22 +288,15 @@ describe('Expect: 100-continue (RFC 9110 §10.1.1)', () => {
   });
 
   it('an admitted request gets 100 Continue, then sends its body, which reaches the upstream', async () => {
-    const net = await import('node:net');
-    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    client.on('error', () => {});
-    let text = '';
-    client.on('data', (d) => {
-      text += d.toString('latin1');
-    });
-    const closed = new Promise((resolve) => client.on('close', resolve));
+    const { socket: client, text, closed } = openRaw(stack.url);
     client.write(
       'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
         'Content-Length: 10\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n',
     );
-    await waitFor(() => text.includes('100 Continue'), { what: 'the 100 Continue' });
+    await waitFor(() => text().includes('100 Continue'), { what: 'the 100 Continue' });
     client.write('0123456789');
     await closed;
-    expect(statusesIn(text)).toEqual([100, 200]);
+    expect(statusesIn(text())).toEqual([100, 200]);
     expect(raw.received.join('')).toContain('\r\n\r\n0123456789');
   });
 });

@@ -263,3 +263,34 @@ export async function getWhenWritesQueue(
     server.off('connection', onConnection);
   }
 }
+
+/** A raw client connection (see {@link openRaw}). */
+export interface RawClient {
+  readonly socket: Socket;
+  /** Everything received so far, latin1. */
+  text(): string;
+  /** Resolves when the connection has closed. */
+  readonly closed: Promise<void>;
+}
+
+/**
+ * Opens a raw TCP connection to a server and records what it sends, for exchanges a test drives step
+ * by step (write, wait for a condition, write more); errors are swallowed (a reset shows as a close).
+ * @param base The server's base URL, e.g. `http://127.0.0.1:8080`.
+ * @param options `allowHalfOpen`: keep the client's side open after the server's FIN (default false).
+ */
+export function openRaw(base: string, options: { allowHalfOpen?: boolean } = {}): RawClient {
+  const url = new URL(base);
+  const socket = net.connect({
+    port: Number(url.port),
+    host: url.hostname,
+    allowHalfOpen: options.allowHalfOpen ?? false,
+  });
+  socket.on('error', () => {});
+  let text = '';
+  socket.on('data', (d: Buffer) => {
+    text += d.toString('latin1');
+  });
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  return { socket, text: () => text, closed };
+}

@@ -10,10 +10,10 @@
  * - a parser error's response waited forever for a client that kept its side open — now the staged
  *   close ends it after `LINGER_MS`.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PIPELINED } from '../../src/proxy/server.ts';
 import { LINGER_MS } from '../../src/runtime.ts';
+import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
@@ -40,18 +40,8 @@ afterAll(async () => {
 
 /** A client that keeps its side open (it never ends), and what it received. */
 function connect() {
-  const client = net.connect({
-    port: Number(new URL(stack.url).port),
-    host: '127.0.0.1',
-    allowHalfOpen: true,
-  });
-  client.on('error', () => {});
-  let text = '';
-  client.on('data', (d) => {
-    text += d.toString('latin1');
-  });
-  const closed = new Promise<void>((resolve) => client.on('close', () => resolve()));
-  return { client, received: () => text, closed };
+  const { socket: client, text: received, closed } = openRaw(stack.url, { allowHalfOpen: true });
+  return { client, received, closed };
 }
 
 const openConnections = () =>

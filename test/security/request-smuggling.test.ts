@@ -15,7 +15,7 @@
  * one response.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
+import { openRaw, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, type FramedRequest, frameRequests } from '../helpers/http1-frames.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -485,14 +485,7 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
 
   it('a queued request with a broken body: the response before it first, then its 400; it never runs', async () => {
     const { upstream, stack, held, release } = await holdingStack();
-    const net = await import('node:net');
-    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    client.on('error', () => {});
-    let text = '';
-    client.on('data', (d) => {
-      text += d.toString('latin1');
-    });
-    const closed = new Promise((resolve) => client.on('close', resolve));
+    const { socket: client, text: received, closed } = openRaw(stack.url);
     client.write(
       `GET /slow HTTP/1.1\r\n${AUTH}\r\nPOST /b HTTP/1.1\r\n${AUTH}Transfer-Encoding: chunked\r\n\r\nZZZ\r\n`,
     );
@@ -500,8 +493,8 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
     await waitFor(held, { what: 'the upstream to hold /slow' });
     release();
     await closed;
-    expect(statusesIn(text)).toEqual([200, 400]);
-    expect(text).toContain('{"target":"/slow"}');
+    expect(statusesIn(received())).toEqual([200, 400]);
+    expect(received()).toContain('{"target":"/slow"}');
     expect(upstream.received.join('')).not.toContain('/b ');
   });
 
@@ -519,16 +512,9 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
 
   it('garbage while a response is streaming: that response whole, then one 400, counted once', async () => {
     const { stack, held, release } = await holdingStack();
-    const net = await import('node:net');
-    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    client.on('error', () => {});
-    let text = '';
-    client.on('data', (d) => {
-      text += d.toString('latin1');
-    });
-    const closed = new Promise((resolve) => client.on('close', resolve));
+    const { socket: client, text: received, closed } = openRaw(stack.url);
     client.write(`GET /slow HTTP/1.1\r\n${AUTH}\r\n`);
-    await waitFor(() => text.includes('{"target":'), { what: 'the first body bytes' });
+    await waitFor(() => received().includes('{"target":'), { what: 'the first body bytes' });
     client.write('GARBAGE\r\n\r\n');
     await waitFor(async () => (await malformed(stack)) === 1, { what: 'the parser error' });
     client.write('MORE GARBAGE\r\n\r\n');
@@ -536,8 +522,8 @@ describe.concurrent('a parser error among pipelined requests is answered in its 
     await waitFor(held, { what: 'the upstream to hold /slow' });
     release();
     await closed;
-    expect(statusesIn(text)).toEqual([200, 400]);
-    expect(text).toContain('{"target":"/slow"}');
+    expect(statusesIn(received())).toEqual([200, 400]);
+    expect(received()).toContain('{"target":"/slow"}');
     expect(await malformed(stack)).toBe(1);
   });
 });
