@@ -3,6 +3,7 @@
  * handled one at a time in order, and parser errors answered in the shim's JSON error shape.
  */
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorBody } from './errors.ts';
 
@@ -60,6 +61,11 @@ type ParserErrorTurn =
   | 'deferred'
   /** Not sent: the error is in the body of the request being handled, whose response already started. */
   | 'started'
+  /**
+   * Not sent: the error is in the body of the request being handled, whose response is already whole
+   * (a refusal that did not read the body): the connection closes in stages after it.
+   */
+  | 'answered'
   /** Not sent: an error of this connection is already waiting for its turn. */
   | 'repeated';
 
@@ -96,8 +102,8 @@ function asksToClose(req: IncomingMessage): boolean {
  * else in its turn, the request itself never handled.
  *
  * At most {@link MAX_PIPELINED} requests of a connection wait; one more cuts the connection, as does
- * a request that comes while the connection closes. Per request: a map lookup, an array push and shift, and one `close` listener (a shared
- * function).
+ * a request that comes while the connection closes. Per request: a map lookup, an array push and
+ * shift, and one `close` listener (a shared function).
  * @returns The listener for the server's `request`, `checkContinue` and `checkExpectation` events, and
  *   the `clientError` handler's part: where a parser error's response goes.
  */
@@ -157,6 +163,7 @@ function pipelineInOrder(handler: RequestListener): {
       }
       const inBody = !last.req.complete;
       if (inBody && unanswered.length === 1) {
+        if (last.writableEnded) return 'answered';
         if (last.headersSent) return 'started';
         respond();
         return 'now';
@@ -218,11 +225,18 @@ export function createFrontServer(
       'The request target must be in origin-form (a path starting with "/"); CONNECT is not supported.',
     );
   });
+  // Connections whose parser error has been dealt with: the parser, failed, reports every later read
+  // again; those are neither answered nor counted (the connection is closing, in stages).
+  const settled = new WeakSet<Duplex>();
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    if (err.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }
+    // Already closing (a response that closes the connection is out, or an error was answered): what
+    // the client still sends is read and dropped until the close, never answered with a reset.
+    if (settled.has(socket) || !socket.writable) return;
+    settled.add(socket);
     const [reason, status, message]: [ParserRejection, number, string] =
       err.code === 'HPE_HEADER_OVERFLOW'
         ? ['header_size', 431, `Request headers are larger than ${MAX_HEADER_BYTES} bytes.`]
@@ -233,30 +247,39 @@ export function createFrontServer(
     // test/security/request-smuggling.test.ts › pipelined).
     const turn = pipeline.onParserError(socket, () => writeRaw(socket, status, message));
     if (turn === 'started') {
-      // The error is in the body of a request whose response already started (the shim's own 400 for
-      // the same request, when the parser fails later in its body): a second response would desynchronize
-      // a front proxy's response queue. Close instead, as Node's default handler does (lib/_http_server.js
-      // socketOnError); test/security/request-smuggling.test.ts.
+      // The error is in the body of a request whose response is being sent: a second response would
+      // desynchronize a front proxy's response queue, and the first cannot be completed as framed.
+      // Close at once, as Node's default handler does (lib/_http_server.js socketOnError);
+      // test/security/request-smuggling.test.ts.
       socket.destroy();
       return;
     }
+    // A whole response (a refusal that left the body unread) is never followed by a second one.
+    if (turn === 'answered') closeInStages(socket);
     if (turn !== 'repeated') onRejected(reason, status);
   });
   return server;
 }
 
 /**
- * Writes a shim-made error straight to the socket and closes the connection with `destroySoon`: in the
- * runtime, a staged close bounded by `LINGER_MS` (runtime.ts), so that a client that keeps the
- * connection half-open cannot hold it (a bare `end()` waited for the client's FIN forever).
+ * Ends the connection after what was written: with the runtime's staged close when it has one
+ * (runtime.ts overrides each connection's `destroySoon`: FIN, then what the client still sends is read
+ * and dropped, at most `LINGER_MS`, so that a client still sending reads the response and a half-open
+ * one cannot hold the connection), else with a plain `end()` (Node's own `destroySoon` would destroy
+ * the socket under a client still sending, which resets the connection and can lose the response).
  */
+function closeInStages(socket: Duplex): void {
+  const destroySoon = (socket as Duplex & { destroySoon?: () => void }).destroySoon;
+  if (destroySoon !== undefined && destroySoon !== net.Socket.prototype.destroySoon) destroySoon.call(socket);
+  else socket.end();
+}
+
+/** Writes a shim-made error straight to the socket, then closes the connection in stages. */
 function writeRaw(socket: Duplex, status: number, message: string): void {
   const body = errorBody(status, message);
   socket.write(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.toString('utf8')}`,
   );
-  const closing = socket as Duplex & { destroySoon?: () => void };
-  if (typeof closing.destroySoon === 'function') closing.destroySoon();
-  else socket.end();
+  closeInStages(socket);
 }

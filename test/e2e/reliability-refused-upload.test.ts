@@ -61,4 +61,59 @@ describe('a refused upload', () => {
     client.end(); // the client stops and closes its side: the shim closes the connection
     await closed;
   });
+
+  /** The `shim_rejections_total` count of one reason. */
+  const rejected = async (reason: string) =>
+    Number(
+      new RegExp(`shim_rejections_total\\{reason="${reason}"\\} (\\d+)`).exec(
+        await stack.metrics.registry.metrics(),
+      )?.[1] ?? 0,
+    );
+
+  /**
+   * A client that sends `head`, waits until the shim has counted one more rejection of `reason`, then
+   * sends `more` 16 times without reading: every write must complete. Returns what it reads after.
+   */
+  async function sendOnThenRead(head: string, more: string, reason: string) {
+    const before = await rejected(reason);
+    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    client.pause();
+    let text = '';
+    let failed: Error | undefined;
+    client.on('error', (err) => {
+      failed = err;
+    });
+    client.on('data', (d) => {
+      text += d.toString('latin1');
+    });
+    await new Promise((resolve) => client.once('connect', resolve));
+    client.write(head);
+    await waitFor(async () => (await rejected(reason)) > before, { what: `the ${reason} rejection` });
+    for (let i = 0; i < 16 && failed === undefined; i++) {
+      await new Promise<void>((resolve) => client.write(more, () => resolve()));
+    }
+    expect(failed).toBeUndefined();
+    client.resume();
+    await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the response' });
+    client.destroy();
+    return text;
+  }
+
+  it('a request the parser refuses (two Content-Length), its client still sending: it sends on and reads the 400', async () => {
+    const text = await sendOnThenRead(
+      'POST /upload HTTP/1.1\r\nHost: shim.test\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n',
+      CHUNK.toString('latin1'),
+      'malformed',
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
+  it('a refusal, then broken framing later in the same body: the client still reads the refusal', async () => {
+    const text = await sendOnThenRead(
+      'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+      `zz\r\n${CHUNK.toString('latin1')}`,
+      'credentials',
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 401 /);
+  });
 });
