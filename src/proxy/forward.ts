@@ -207,8 +207,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           return;
         }
         upstreamFailed(res, state, err, decision.kind, decision.action === 'respond');
-        // Nothing of the upstream's response may follow the shim's 502/504 (or the abort).
+        // Nothing of the upstream's response may follow the shim's 502/504 (or the abort), and nothing
+        // more of the client's body goes to it: destroyed, the request no longer holds the body's pump
+        // waiting for a `drain` that would never come.
         upstreamResponse?.destroy();
+        upstreamReq.destroy();
       };
       upstreamReq.on('error', (err: NodeJS.ErrnoException) => fail(err, upstreamResponse?.complete === true));
       // Closed with neither a response nor an error — a 101 with `Connection: upgrade`, which Node's
@@ -286,12 +289,18 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     }
     const reason = `upstream_${kind}` as const;
     state.rejection = reason;
+    // A request body still arriving (streamed to the upstream that failed) will not be forwarded: the
+    // connection closes after the answer, and what the client still sends is read and dropped
+    // meanwhile (runtime.ts, staged close). Kept alive, the paused body stalled the connection.
+    const unread = !res.req.complete;
     sendError(
       res,
       kind === 'timeout' ? 504 : 502,
       UPSTREAM_MESSAGES[kind],
       options.responseHeaders(state, undefined),
+      unread,
     );
+    if (unread) res.req.resume();
   };
 
   /** The upstream's head arrived: stream it through, or through the patches. */

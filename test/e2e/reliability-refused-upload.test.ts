@@ -8,6 +8,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
@@ -115,5 +116,32 @@ describe('a refused upload', () => {
       'credentials',
     );
     expect(text).toMatch(/^HTTP\/1\.1 401 /);
+  });
+
+  it('an upstream that fails while the body is still coming: 502 with Connection: close, and the connection closes', async () => {
+    const failing = await startRawUpstream((socket, received) => {
+      if (received.length > 200_000) socket.resetAndDestroy();
+    });
+    const shim = await startStack({ UPSTREAM_URL: failing.url });
+    try {
+      const client = openRaw(shim.url);
+      client.socket.write(
+        `POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\nContent-Length: ${64 * CHUNK.length}\r\n\r\n`,
+      );
+      // The client sends on while it can.
+      void (async () => {
+        for (let i = 0; i < 64 && client.socket.writable; i++) {
+          await new Promise<void>((resolve) => client.socket.write(CHUNK, () => resolve()));
+        }
+      })();
+      await waitFor(() => client.text().includes('\r\n\r\n{'), { what: 'the 502' });
+      expect(client.text()).toMatch(/^HTTP\/1\.1 502 /);
+      expect(client.text()).toMatch(/\r\nConnection: close\r\n/i);
+      // Before: the 502 kept the connection alive with the body paused, and the client's writes stalled.
+      await client.closed;
+    } finally {
+      await shim.close();
+      await failing.close();
+    }
   });
 });
