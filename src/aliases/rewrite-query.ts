@@ -12,18 +12,13 @@ export interface QueryRewriteResult {
   readonly aliasesUsed: string[];
 }
 
-/** Length of a raw `[` (1) or `%5B` (3) at `at`, else 0. */
-function openBracket(key: string, at: number): number {
-  if (key.charCodeAt(at) === 0x5b) return 1;
-  return key.charCodeAt(at) === 0x25 && key[at + 1] === '5' && (key[at + 2] === 'B' || key[at + 2] === 'b')
-    ? 3
-    : 0;
-}
+/** The hex digit after `%5` that encodes each bracket (`%5B`, `%5D`), lower case. */
+const BRACKET_HEX = { '[': 'b', ']': 'd' } as const;
 
-/** Length of a raw `]` (1) or `%5D` (3) at `at`, else 0. */
-function closeBracket(key: string, at: number): number {
-  if (key.charCodeAt(at) === 0x5d) return 1;
-  return key.charCodeAt(at) === 0x25 && key[at + 1] === '5' && (key[at + 2] === 'D' || key[at + 2] === 'd')
+/** Length of a raw `bracket` (1) or its percent-encoding, `%5B`/`%5D` in either case (3), at `at`; else 0. */
+function bracketAt(key: string, at: number, bracket: '[' | ']'): number {
+  if (key[at] === bracket) return 1;
+  return key[at] === '%' && key[at + 1] === '5' && key[at + 2]?.toLowerCase() === BRACKET_HEX[bracket]
     ? 3
     : 0;
 }
@@ -37,15 +32,15 @@ function closeBracket(key: string, at: number): number {
  * @returns `[start, end)` of the raw base name in `key`.
  */
 function baseName(key: string): [start: number, end: number] {
-  const open = openBracket(key, 0);
+  const open = bracketAt(key, 0, '[');
   if (open > 0) {
     for (let j = open; j < key.length; j++) {
-      if (openBracket(key, j) > 0) break;
-      if (closeBracket(key, j) > 0) return [open, j];
+      if (bracketAt(key, j, '[') > 0) break;
+      if (bracketAt(key, j, ']') > 0) return [open, j];
     }
     return [0, key.length];
   }
-  for (let j = 0; j < key.length; j++) if (openBracket(key, j) > 0) return [0, j];
+  for (let j = 0; j < key.length; j++) if (bracketAt(key, j, '[') > 0) return [0, j];
   return [0, key.length];
 }
 

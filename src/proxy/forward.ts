@@ -241,10 +241,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
       upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
         if (upstreamRes.statusCode === 101) {
-          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts), and
-          // its connection is destroyed, never pooled (the upstream may speak another protocol on it).
+          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts); `fail`
+          // destroys its connection, never pooled (the upstream may speak another protocol on it).
           fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
-          upstreamReq.destroy();
           return;
         }
         headReceived = true;
@@ -444,8 +443,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
    * §10.1.1; server.ts leaves the `100 Continue` to this point instead of sending it before any check).
    */
   const continueIfExpected = (req: IncomingMessage, res: ServerResponse): void => {
-    if (req.headers.expect !== undefined && expectsContinue(req.headers.expect, req.httpVersion))
-      res.writeContinue();
+    if (expectsContinue(req.headers.expect, req.httpVersion)) res.writeContinue();
   };
 
   // Synchronous unless a body must be rewritten: a pass-through costs no promise and no microtask.

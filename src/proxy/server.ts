@@ -65,9 +65,7 @@ type ParserErrorTurn =
    * Not sent: the error is in the body of the request being handled, whose response is already whole
    * (a refusal that did not read the body): the connection closes in stages after it.
    */
-  | 'answered'
-  /** Not sent: an error of this connection is already waiting for its turn. */
-  | 'repeated';
+  | 'answered';
 
 /**
  * Whether a request asks to close the connection after its response (RFC 9112 §9.3, §9.6): a `close`
@@ -109,7 +107,10 @@ function asksToClose(req: IncomingMessage): boolean {
  */
 function pipelineInOrder(handler: RequestListener): {
   onRequest: RequestListener;
-  /** Sends `respond` now or stores it for its turn, and says which (`started`, `repeated`: not at all). */
+  /**
+   * Sends `respond` now or stores it for its turn, and says which (`started`, `answered`: not at all).
+   * Called once per connection (the `clientError` handler ignores the errors that follow).
+   */
   onParserError(socket: Duplex, respond: () => void): ParserErrorTurn;
 } {
   const pipelines = new WeakMap<Duplex, Pipeline>();
@@ -154,13 +155,12 @@ function pipelineInOrder(handler: RequestListener): {
     },
     onParserError(socket, respond) {
       const pipeline = pipelines.get(socket);
-      if (pipeline?.failed !== undefined) return 'repeated';
-      const unanswered = pipeline?.unanswered ?? [];
-      const last = unanswered.at(-1);
+      const last = pipeline?.unanswered.at(-1);
       if (pipeline === undefined || last === undefined) {
         respond();
         return 'now';
       }
+      const { unanswered } = pipeline;
       const inBody = !last.req.complete;
       if (inBody && unanswered.length === 1) {
         if (last.writableEnded) return 'answered';
@@ -256,7 +256,7 @@ export function createFrontServer(
     }
     // A whole response (a refusal that left the body unread) is never followed by a second one.
     if (turn === 'answered') closeInStages(socket);
-    if (turn !== 'repeated') onRejected(reason, status);
+    onRejected(reason, status);
   });
   return server;
 }

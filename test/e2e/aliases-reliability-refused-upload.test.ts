@@ -6,10 +6,9 @@
  * is read and dropped while the connection closes. Goes with `src/aliases/` at 1.0 (the core's case,
  * a 401, is in reliability-refused-upload.test.ts).
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { sendOnThenRead } from '../helpers/refused-upload.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 let raw: RawUpstream;
@@ -28,34 +27,13 @@ const CHUNK = `40000\r\n${'a'.repeat(0x40000)}\r\n`;
 
 describe('a legacy upload refused with 413 on the rewrite path', () => {
   it('its client, still sending, can send on (the rest is read and dropped) and read the 413', async () => {
-    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    client.pause(); // busy sending: reads nothing yet
-    let text = '';
-    let failed: Error | undefined;
-    client.on('error', (err) => {
-      failed = err;
-    });
-    client.on('data', (d) => {
-      text += d.toString('latin1');
-    });
-    await new Promise((resolve) => client.once('connect', resolve));
-    client.write(
+    const text = await sendOnThenRead(
+      stack,
       'POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n' +
-        'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{"a":"\r\n',
+        `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{"a":"\r\n${CHUNK}`,
+      CHUNK,
+      'size',
     );
-    client.write(CHUNK);
-    await waitFor(
-      () => stack.logs().some((l) => (l.res as { statusCode?: number } | undefined)?.statusCode === 413),
-      { what: 'the 413' },
-    );
-    // 4 MiB more: each write completes only if the shim keeps reading.
-    for (let i = 0; i < 16 && failed === undefined; i++) {
-      await new Promise<void>((resolve) => client.write(CHUNK, () => resolve()));
-    }
-    expect(failed).toBeUndefined();
-    client.resume();
-    await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the response' });
     expect(text).toMatch(/^HTTP\/1\.1 413 /);
-    client.destroy();
   });
 });

@@ -6,11 +6,11 @@
  * Connection reset by peer" (an audit, 2026-11-25). Now the shim half-closes and reads and drops what
  * the client still sends until it closes its side, at most `LINGER_MS`.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { sendOnThenRead } from '../helpers/refused-upload.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 let raw: RawUpstream;
@@ -27,45 +27,9 @@ afterAll(async () => {
 const CHUNK = Buffer.alloc(256 * 1024, 0x61);
 
 describe('a refused upload', () => {
-  /** The `shim_rejections_total` count of one reason. */
-  const rejected = async (reason: string) =>
-    Number(
-      new RegExp(`shim_rejections_total\\{reason="${reason}"\\} (\\d+)`).exec(
-        await stack.metrics.registry.metrics(),
-      )?.[1] ?? 0,
-    );
-
-  /**
-   * A client that sends `head`, waits until the shim has counted one more rejection of `reason`, then
-   * sends `more` 16 times without reading: every write must complete. Returns what it reads after.
-   */
-  async function sendOnThenRead(head: string, more: string, reason: string) {
-    const before = await rejected(reason);
-    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    client.pause();
-    let text = '';
-    let failed: Error | undefined;
-    client.on('error', (err) => {
-      failed = err;
-    });
-    client.on('data', (d) => {
-      text += d.toString('latin1');
-    });
-    await new Promise((resolve) => client.once('connect', resolve));
-    client.write(head);
-    await waitFor(async () => (await rejected(reason)) > before, { what: `the ${reason} rejection` });
-    for (let i = 0; i < 16 && failed === undefined; i++) {
-      await new Promise<void>((resolve) => client.write(more, () => resolve()));
-    }
-    expect(failed).toBeUndefined();
-    client.resume();
-    await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the response' });
-    client.destroy();
-    return text;
-  }
-
   it('its client, still sending when the refusal was written, can send on and read the 401', async () => {
     const text = await sendOnThenRead(
+      stack,
       'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\n' +
         `Content-Type: application/octet-stream\r\nContent-Length: ${64 * CHUNK.length}\r\n\r\n`,
       CHUNK.toString('latin1'),
@@ -77,6 +41,7 @@ describe('a refused upload', () => {
 
   it('a request the parser refuses (two Content-Length), its client still sending: it sends on and reads the 400', async () => {
     const text = await sendOnThenRead(
+      stack,
       'POST /upload HTTP/1.1\r\nHost: shim.test\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n',
       CHUNK.toString('latin1'),
       'malformed',
@@ -86,6 +51,7 @@ describe('a refused upload', () => {
 
   it('a refusal, then broken framing later in the same body: the client still reads the refusal', async () => {
     const text = await sendOnThenRead(
+      stack,
       'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
       `zz\r\n${CHUNK.toString('latin1')}`,
       'credentials',
