@@ -106,6 +106,8 @@ export interface UpstreamHead {
  * - `varyName`: merged into `Vary` with {@link mergeVary}.
  * - `rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
  *   replaces whatever the upstream advertised (RFC 9110 §14.3): this client cannot get ranges.
+ * - A CORS response (the upstream sent `Access-Control-Allow-Origin`): the names in `extra` are added
+ *   to `Access-Control-Expose-Headers` ({@link exposedNames}), so a browser client can read them.
  *
  * @param upstream The upstream head.
  * @param extra Headers the shim adds, flat.
@@ -127,7 +129,58 @@ export function responseHead(
   if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
   if (rangesRefused) head.push('Accept-Ranges', 'none');
   for (const value of extra) head.push(value);
+  const expose = extra.length === 0 ? undefined : exposedNames(upstream.rawHeaders, extra);
+  if (expose !== undefined) head.push('Access-Control-Expose-Headers', expose);
   return head;
+}
+
+/** Response headers a CORS reader always sees (Fetch standard, "CORS-safelisted response-header name"). */
+const CORS_SAFELISTED = new Set([
+  'cache-control',
+  'content-language',
+  'content-length',
+  'content-type',
+  'expires',
+  'last-modified',
+  'pragma',
+]);
+
+/**
+ * The names of the headers the shim adds that a cross-origin page must be allowed to read (Fetch
+ * standard, CORS protocol: a response header outside the safelist reaches the page's script only when
+ * `Access-Control-Expose-Headers` names it). Only for a response the upstream made readable across
+ * origins (`Access-Control-Allow-Origin` present): the upstream owns the CORS policy, the shim only makes
+ * its own signals (`Warning`, `Deprecation`, `Sunset`, `Link`) visible where the upstream's bodies
+ * already are. Sent as a field line of its own, which the Fetch standard combines with the upstream's
+ * (RFC 9110 §5.3); `*` is no wildcard for a credentialed request, so names are listed even then.
+ * @param rawHeaders The upstream's response head (flat, as `IncomingMessage.rawHeaders`).
+ * @param extra The shim's headers (flat `[name, value, …]`).
+ * @returns The names to expose, joined with `, ` in the order first added, or `undefined` when the
+ *   response is not a CORS response or every name is safelisted or already exposed by the upstream.
+ * @example
+ * exposedNames(['Access-Control-Allow-Origin', 'https://app.example'], ['Warning', '299 - "…"'])
+ * // → 'Warning'
+ */
+export function exposedNames(rawHeaders: readonly string[], extra: readonly string[]): string | undefined {
+  let cors = false;
+  const exposed = new Set<string>();
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase();
+    if (name === 'access-control-allow-origin') cors = true;
+    else if (name === 'access-control-expose-headers') {
+      for (const member of (rawHeaders[i + 1] as string).split(',')) exposed.add(member.trim().toLowerCase());
+    }
+  }
+  if (!cors) return undefined;
+  const names: string[] = [];
+  for (let i = 0; i < extra.length; i += 2) {
+    const name = extra[i] as string;
+    const lower = name.toLowerCase();
+    if (CORS_SAFELISTED.has(lower) || exposed.has(lower)) continue;
+    exposed.add(lower);
+    names.push(name);
+  }
+  return names.length === 0 ? undefined : names.join(', ');
 }
 
 /**

@@ -6,6 +6,7 @@ import { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import {
   earlyHints,
+  exposedNames,
   headerValue,
   mergeVary,
   responseHead,
@@ -38,6 +39,54 @@ describe('weakEtag', () => {
     ['"v1"', 'W/"v1"'],
     ['W/"v1"', 'W/"v1"'],
   ])('%s → %s', (etag, expected) => expect(weakEtag(etag)).toBe(expected));
+});
+
+describe('exposedNames (CORS: the shim’s headers readable where the upstream allowed the origin)', () => {
+  const signals = [
+    'Warning',
+    '299 - "tags is deprecated; use metadata"',
+    'Deprecation',
+    '@1',
+    'Link',
+    '<u>; rel="deprecation"',
+    'Warning',
+    'w2',
+  ];
+
+  it('a CORS response: each added name once, in order', () => {
+    expect(exposedNames(['Access-Control-Allow-Origin', 'https://app.example'], signals)).toBe(
+      'Warning, Deprecation, Link',
+    );
+  });
+
+  it('not a CORS response (no Access-Control-Allow-Origin): nothing', () => {
+    expect(exposedNames(['Content-Type', 'application/json', 'Vary', 'Origin'], signals)).toBeUndefined();
+  });
+
+  it('names the upstream already exposes (any case, any spacing) or safelisted ones are left out', () => {
+    const raw = [
+      'access-control-allow-origin',
+      '*',
+      'Access-Control-Expose-Headers',
+      'x-request-id ,LINK',
+      'Access-Control-Expose-Headers',
+      'warning',
+    ];
+    expect(exposedNames(raw, [...signals, 'Cache-Control', 'no-store'])).toBe('Deprecation');
+    expect(exposedNames(raw, ['Warning', 'w', 'Link', 'l'])).toBeUndefined();
+  });
+
+  it('`*` exposed by the upstream still gets the names (no wildcard for a credentialed request)', () => {
+    const raw = [
+      'Access-Control-Allow-Origin',
+      'https://app.example',
+      'Access-Control-Allow-Credentials',
+      'true',
+      'Access-Control-Expose-Headers',
+      '*',
+    ];
+    expect(exposedNames(raw, ['Sunset', 's'])).toBe('Sunset');
+  });
 });
 
 describe('responseHead', () => {
@@ -134,6 +183,33 @@ describe('responseHead', () => {
     ]);
     expect(responseHead(ranged, [], true, 'V', true)).toEqual(['Vary', 'V', 'Accept-Ranges', 'none']);
     expect(responseHead(ranged, [], false, undefined)).toEqual(ranged.rawHeaders);
+  });
+
+  it('a CORS response with headers of the shim: Access-Control-Expose-Headers names them, streamed or patched', () => {
+    const cors = {
+      rawHeaders: ['Access-Control-Allow-Origin', 'https://app.example', 'Content-Length', '2'],
+      etag: undefined,
+      vary: undefined,
+    };
+    expect(responseHead(cors, ['Warning', 'w'], false, undefined)).toEqual([
+      ...cors.rawHeaders,
+      'Warning',
+      'w',
+      'Access-Control-Expose-Headers',
+      'Warning',
+    ]);
+    expect(responseHead(cors, ['Warning', 'w'], true, undefined)).toEqual([
+      'Access-Control-Allow-Origin',
+      'https://app.example',
+      'Warning',
+      'w',
+      'Access-Control-Expose-Headers',
+      'Warning',
+    ]);
+    expect(responseHead(cors, [], true, undefined)).toEqual([
+      'Access-Control-Allow-Origin',
+      'https://app.example',
+    ]);
   });
 
   it('with a Vary name: one merged Vary, streamed or patched', () => {
