@@ -61,6 +61,11 @@ export interface Shim {
   readonly serviceVersion: ServiceVersion;
   /** For `createFrontServer`: counts and logs requests the HTTP server refuses before the pipeline. */
   readonly onServerRejection: (reason: ParserRejection, status: number) => void;
+  /**
+   * For `createFrontServer`: the headers of the responses the HTTP server writes itself, flat — the
+   * service version header once the version is known (SPEC §7), else none.
+   */
+  readonly ownHeaders: () => readonly string[];
   /** The plugins' admin routes, for `createAdminServer`. */
   readonly adminRoutes: readonly AdminRoute[];
 }
@@ -208,5 +213,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
   };
   const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
-  return { app, forwarder, serviceVersion, onServerRejection, adminRoutes };
+  const ownHeaders = () =>
+    serviceVersion.text === undefined ? [] : [config.serviceVersionHeader, serviceVersion.text];
+  return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
 }

@@ -1,6 +1,7 @@
 /**
- * The only reader of `process.env`. Turns the environment into one typed, frozen {@link Config}
- * or reports every problem at once (SPEC §2).
+ * The only reader of `process.env` at run time. Turns the environment into one typed, frozen
+ * {@link Config} or reports every invalid variable at once (SPEC §2); a plugin's cross-variable rules
+ * (e.g. `ALIAS_SUNSET_AT` not before `ALIAS_DEPRECATED_AT`) run once its variables are each valid.
  *
  * The schema is composed: the core's variables ({@link CORE_VARIABLES}) plus the variables each
  * registered plugin declares ({@link PluginDefinition.config}), each with its docs row (name, default,
@@ -115,15 +116,16 @@ export const parsers = {
     .transform((v) => (v === '' ? undefined : v)),
   /** A whole number of milliseconds, 1 to 2^31-1. */
   ms: (fallback: number) =>
-    parsers
-      .str(String(fallback))
-      .pipe(
+    parsers.str(String(fallback)).pipe(
+      z.string().regex(/^\d+$/, 'must be a whole number of milliseconds').transform(Number).pipe(
         z
-          .string()
-          .regex(/^\d+$/, 'must be a whole number of milliseconds')
-          .transform(Number)
-          .pipe(z.number().int().positive().max(2_147_483_647)),
+          .number()
+          .int()
+          // Node's timers hold at most 2^31 - 1 ms (about 24.8 days).
+          .min(1, 'must be at least 1 ms')
+          .max(2_147_483_647, 'must be at most 2147483647 ms (about 24.8 days)'),
       ),
+    ),
   /** A positive whole number with an upper bound. */
   count: (fallback: number, max: number) =>
     parsers.str(String(fallback)).pipe(
@@ -314,7 +316,7 @@ export const CORE_VARIABLES = {
       .pipe(z.array(z.string().regex(/^\/[^?#\s]*$/, 'entries must be paths starting with "/"'))),
     default: '/api/health',
     meaning:
-      'Comma-separated paths that skip the version and credential checks. Exact match (one trailing slash allowed, query ignored, case-sensitive); an entry ending in `/*` is a prefix.',
+      'Comma-separated paths that skip the version and credential checks; each starts with `/`. Exact match (one trailing slash allowed, query ignored, case-sensitive); an entry ending in `/*` is a prefix.',
   },
   AUTH_COOKIES: {
     schema: parsers
@@ -326,7 +328,7 @@ export const CORE_VARIABLES = {
       ),
     default: 'authtoken,refreshtoken',
     meaning:
-      'Comma-separated cookie names that together form the cookie credential: all present and non-empty.',
+      'Comma-separated cookie names (at least one) that together form the cookie credential: all present and non-empty.',
   },
   API_KEY_HEADER: {
     schema: parsers.headerName('x-api-key'),
@@ -425,7 +427,9 @@ export function configVariables(plugins: readonly PluginDefinition[]): string[] 
  */
 export const AMBIENT_VARIABLES: readonly RegExp[] = Object.freeze([
   /^(PATH|HOME|HOSTNAME|PWD|OLDPWD|SHLVL|USER|LOGNAME|SHELL|TERM|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|MAIL|EDITOR|PAGER|DISPLAY|COLORTERM|INIT_CWD|CI|FORCE_COLOR|NO_COLOR|DEBUG|UV_THREADPOOL_SIZE|HTTP_PROXY|HTTPS_PROXY|NO_PROXY|ALL_PROXY|DEBIAN_FRONTEND|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE)$/,
-  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE|SSL|PYTHON|PYENV|PIP|JAVA|GO|RUST|CARGO)_/,
+  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE|CLOUDSDK|SSL|GIT|NIX|GRPC|HTTPLIB2|PYENV|PIP|JAVA|GO|RUST|RUSTUP|CARGO)_/,
+  // Python's own (`PYTHONUNBUFFERED`, `PYTHONPATH`, …) and its images' (`PYTHON_VERSION`).
+  /^PYTHON/,
   /_SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?$/,
   /_PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?$/,
 ]);
@@ -474,8 +478,8 @@ export function loadConfig(
   const duplicate = names.find((name, i) => names.indexOf(name) !== i);
   if (duplicate !== undefined) throw new Error(`configuration variable ${duplicate} is declared twice`);
 
-  // Each variable is parsed on its own so that every problem is reported at once, cross-variable
-  // checks included.
+  // Each variable is parsed on its own so that every invalid one is reported at once; a plugin's
+  // cross-variable checks need valid values, so they run once its variables are each valid.
   const problems: string[] = [];
   const parse = (specs: VariableSpecs): Record<string, unknown> => {
     const values: Record<string, unknown> = {};
@@ -555,9 +559,11 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     "<!-- Generated from the configuration schema (src/config.ts and each plugin's) by `npm run docs:config`; do not edit. -->",
     '',
     'The shim reads its whole configuration from environment variables, once, at start (`src/config.ts`,',
-    'the only reader of `process.env`). An invalid value stops the process before it listens: one line per',
-    'problem on stderr, `config error: <VARIABLE>: <what is wrong>`, and exit code 1. An empty value counts',
-    'as unset.',
+    'the only reader of `process.env` at run time). An invalid value stops the process before it listens:',
+    'one line per problem on stderr, `config error: <VARIABLE>: <what is wrong>`, and exit code 1. An empty',
+    "value counts as unset. Every invalid variable is reported at once; a plugin's rules between its",
+    'variables (such as `ALIAS_SUNSET_AT` not before `ALIAS_DEPRECATED_AT`) are checked once each of its',
+    'variables is valid, so fixing one line can reveal another.',
     '',
     "The schema is composed: the core's variables below, then the variables each registered plugin",
     'declares in its own folder (`app.ts` lists the plugins in one line). This page is generated from that',
@@ -587,7 +593,8 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     'variables not read by this shim …`), not silently ignored and not an error: typically a variable of a',
     'plugin that has been deleted, or a typo. Platform variables (shell, locale, Node and npm, Kubernetes',
     'service links such as `<SVC>_SERVICE_HOST` and `<SVC>_PORT_<n>_TCP…`, CI runners, proxies, CA bundles',
-    'and language toolchains of base images such as `SSL_CERT_FILE` or `PYTHON_…`) are not reported',
+    'and language toolchains of base images and developer machines such as `SSL_CERT_FILE`, `GIT_SSL_CAINFO`,',
+    '`NIX_SSL_CERT_FILE`, `PYTHONUNBUFFERED` or `RUSTUP_…`) are not reported',
     '(`AMBIENT_VARIABLES` in `src/config.ts`). Remove the variable from the deployment to silence it.',
     '',
     'Example (the sidecar of `deploy/kubernetes.yaml`):',

@@ -1,6 +1,7 @@
 /**
  * Process entry: read the configuration and the command line, start the runtime (src/runtime.ts),
- * drain on SIGTERM or SIGINT and exit 0. Nothing else.
+ * drain on SIGTERM, SIGINT or SIGHUP (a closed terminal; unhandled, it would end the process without
+ * the drain, and leave a demo backend running) and exit 0. Nothing else.
  *
  *   node dist/main.js [--demo]        (npm start: the bundle, in demo mode)
  *   node src/main.ts [--demo]         (the sources, Node 24 type stripping)
@@ -55,6 +56,7 @@ try {
 
 process.on('SIGTERM', () => shutdown('SIGTERM'));
 process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGHUP', () => shutdown('SIGHUP'));
 
 function shutdown(signal: NodeJS.Signals): void {
   if (runtime.draining) {

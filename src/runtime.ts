@@ -132,10 +132,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   let draining = false;
   // The connection bookkeeping sees the requests the pipeline handles (in order, one per connection at
   // a time: server.ts pipelineInOrder), before the app can answer; never the ones dropped unanswered.
-  const front = createFrontServer((req, res) => {
-    connections.track(req, res);
-    shim.app(req, res);
-  }, shim.onServerRejection);
+  const front = createFrontServer(
+    (req, res) => {
+      connections.track(req, res);
+      shim.app(req, res);
+    },
+    shim.onServerRejection,
+    shim.ownHeaders,
+  );
   const admin = createAdminServer({
     registry: metrics.registry,
     upstreamReachable: probe,

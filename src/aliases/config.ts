@@ -44,7 +44,7 @@ export const ALIAS_VARIABLES = {
     schema: parsers.str('on').pipe(z.enum(['on', 'off'], { error: 'must be "on" or "off"' })),
     default: 'on',
     meaning:
-      '`off` switches the whole alias layer off: requests and responses pass unchanged, no deprecation headers, no alias metrics. See [removing the alias layer](removing-the-alias-layer.md) for when.',
+      '`off` switches the whole alias layer off: requests and responses pass unchanged, no deprecation headers; the alias metrics stay registered but count nothing, and `/aliases/usage` is still served, empty. See [removing the alias layer](removing-the-alias-layer.md) for when.',
   },
   ALIAS_SUNSET_VERSION: {
     schema: parsers.semver.transform((v) => v ?? (parseSemver('1.0.0') as SemVer)),
@@ -86,20 +86,20 @@ export const ALIAS_VARIABLES = {
   CONSUMER_HEADER: {
     schema: parsers.optionalHeaderName,
     meaning:
-      'Identity header set by a gateway in front (e.g. `X-Consumer-Id`): its value (sanitised, at most 64 characters) names the consumer in `/aliases/usage` and the log. The gateway must set it on every request (overwriting any value a client sent): the shim cannot tell who set it. Must not be a credential header (`Authorization`, `Cookie`, `API_KEY_HEADER`).',
+      'Identity header set by a gateway in front (e.g. `X-Consumer-Id`): its value (sanitised, at most 64 characters) names the consumer in `/aliases/usage` and the log. The gateway must set it on every request (overwriting any value a client sent): the shim cannot tell who set it. Must not be a credential header (`Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, `API_KEY_HEADER`).',
   },
   CONSUMER_FINGERPRINT_KEY: {
     schema: parsers.optionalStr.pipe(
       z.string().min(16, 'must be at least 16 characters (an HMAC key)').optional(),
     ),
     meaning:
-      'Secret HMAC-SHA-256 key: a consumer without `CONSUMER_HEADER` that sends an API key is named by the first 16 hex digits of HMAC(key, API key). Unset: all API-key consumers count as `api-key` (the key itself is never stored). Cookie sessions count as `session`.',
+      'Secret HMAC-SHA-256 key, at least 16 characters: a consumer without `CONSUMER_HEADER` that sends an API key is named by the first 16 hex digits of HMAC(key, API key). Unset: all API-key consumers count as `api-key` (the key itself is never stored). Cookie sessions count as `session`.',
   },
   CONSUMER_TABLE_SIZE: {
     schema: parsers.count(1000, MAX_CONSUMER_TABLE_SIZE),
     default: '1000',
     meaning:
-      'Consumers tracked by the usage table (space-saving heavy hitters, `GET /aliases/usage` on the admin listener); memory is bounded by it.',
+      'Consumers tracked by the usage table (space-saving heavy hitters, `GET /aliases/usage` on the admin listener), 1 to 100000; memory is bounded by it.',
   },
   MAX_PATCH_VALUE: {
     schema: parsers.byteSize('1mb'),

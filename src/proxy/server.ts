@@ -184,10 +184,13 @@ function pipelineInOrder(handler: RequestListener): {
  *   without `Host` (the pipeline answers 400, RFC 9112 §3.2).
  * @param onRejected Told of every request the server refuses itself (parser errors, oversized heads,
  *   timeouts, upgrades), which never reach the pipeline's metrics and log.
+ * @param ownHeaders The headers every response the shim makes itself carries besides its framing, flat
+ *   `[name, value, …]`, read when such a response is written: the service version once known (SPEC §7).
  */
 export function createFrontServer(
   handler: RequestListener,
   onRejected: (reason: ParserRejection, status: number) => void = () => {},
+  ownHeaders: () => readonly string[] = () => [],
 ): http.Server {
   const pipeline = pipelineInOrder(handler);
   const server = http.createServer(
@@ -213,7 +216,12 @@ export function createFrontServer(
   // WebSocket and other upgrades never pass through Express middleware: refuse them here (SPEC §3).
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
     onRejected('upgrade', 501);
-    writeRaw(socket, 501, 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
+    writeRaw(
+      socket,
+      501,
+      'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.',
+      ownHeaders(),
+    );
   });
   // CONNECT (authority-form) never reaches Express either; without a listener Node drops the
   // connection without a word. Answer as hygiene does (SPEC §3; test/security/admission-bypass-by-path.test.ts).
@@ -223,6 +231,7 @@ export function createFrontServer(
       socket,
       400,
       'The request target must be in origin-form (a path starting with "/"); CONNECT is not supported.',
+      ownHeaders(),
     );
   });
   // Connections whose parser error has been dealt with: the parser, failed, reports every later read
@@ -245,7 +254,7 @@ export function createFrontServer(
           : ['malformed', 400, 'The request is not valid HTTP/1.1.'];
     // In its turn, after the responses to the complete requests before it (RFC 9112 §9.3.2;
     // test/security/request-smuggling.test.ts › pipelined).
-    const turn = pipeline.onParserError(socket, () => writeRaw(socket, status, message));
+    const turn = pipeline.onParserError(socket, () => writeRaw(socket, status, message, ownHeaders()));
     if (turn === 'started') {
       // The error is in the body of a request whose response is being sent: a second response would
       // desynchronize a front proxy's response queue, and the first cannot be completed as framed.
@@ -274,12 +283,16 @@ function closeInStages(socket: Duplex): void {
   else socket.end();
 }
 
-/** Writes a shim-made error straight to the socket, then closes the connection in stages. */
-function writeRaw(socket: Duplex, status: number, message: string): void {
+/**
+ * Writes a shim-made error straight to the socket (the JSON of SPEC §7, `Cache-Control: no-store` as
+ * respond.ts `sendError` sends it, and `headers`), then closes the connection in stages.
+ */
+function writeRaw(socket: Duplex, status: number, message: string, headers: readonly string[]): void {
   const body = errorBody(status, message);
-  socket.write(
+  let head =
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.toString('utf8')}`,
-  );
+    `Content-Length: ${body.length}\r\nCache-Control: no-store\r\n`;
+  for (let i = 0; i + 1 < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  socket.write(`${head}Connection: close\r\n\r\n${body.toString('utf8')}`);
   closeInStages(socket);
 }

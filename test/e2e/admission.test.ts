@@ -2,9 +2,10 @@
  * Admission end to end (SPEC §3): the shim in front of the reference backend, real sockets. A rejected
  * request never reaches the upstream (the reference backend would answer differently).
  */
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
-import { send } from '../helpers/http.ts';
+import { send, sendRawUntilClose } from '../helpers/http.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
 let stack: Stack;
@@ -59,6 +60,28 @@ describe('admission matrix', () => {
     expect(reply.headers['service-version']).toBe('0.60.0');
     expect(reply.headers.warning).toBe('299 - "client 0.59.0 is older than service 0.60.0; please upgrade"');
   });
+
+  it.each([
+    ['a malformed request', 'GET /user/me HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 400],
+    ['an oversized head', `GET /user/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    [
+      'a WebSocket upgrade',
+      'GET /user/me HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+      501,
+    ],
+    ['CONNECT', 'CONNECT upstream.example:443 HTTP/1.1\r\nHost: upstream.example:443\r\n\r\n', 400],
+  ])(
+    '%s, refused by the HTTP server itself, carries the service version too (SPEC §7)',
+    async (_what, request, status) => {
+      const reply = await sendRawUntilClose(stack.url, request);
+      const head = reply.slice(0, reply.indexOf('\r\n\r\n'));
+      expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}`);
+      expect(head).toContain('\r\nService-Version: 0.60.0\r\n');
+      expect(head).toContain('\r\nCache-Control: no-store\r\n');
+      expect(head).toContain('\r\nContent-Type: application/json; charset=utf-8\r\n');
+      expect(JSON.parse(reply.slice(head.length + 4))).toMatchObject({ statusCode: status });
+    },
+  );
 
   it('counts rejections by reason', async () => {
     await send(stack.url, 'GET', '/user/me', {});

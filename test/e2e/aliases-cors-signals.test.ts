@@ -78,7 +78,7 @@ describe('a legacy browser client on an origin the upstream admits', () => {
       'Warning',
       'X-Request-Id',
     ]);
-    expect(reply.json().data[0].tags).toEqual([{ value: 1 }]);
+    expect(reply.json<{ data: Array<{ tags: unknown }> }>().data[0]?.tags).toEqual([{ value: 1 }]);
   });
 });
 

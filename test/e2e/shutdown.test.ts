@@ -389,18 +389,18 @@ describe.concurrent('graceful shutdown', () => {
     agent.destroy();
   });
 
-  it('drains on SIGINT as on SIGTERM', async ({ expect }) => {
+  it.for(['SIGINT', 'SIGHUP'] as const)('drains on %s as on SIGTERM', async (signal, { expect }) => {
     const upstream = await startUpstream();
     const shim = await spawnShim({ UPSTREAM_URL: upstream.url, SHUTDOWN_TIMEOUT_MS: '10000' });
     const agent = new http.Agent({ keepAlive: true });
     const inFlight = get(shim.port, '/slow?chunks=2', agent);
     await upstream.arrived();
-    shim.child.kill('SIGINT');
+    shim.child.kill(signal);
     await waitFor(() => logged(shim, 'draining'), { what: 'the drain' });
     upstream.release();
     expect((await inFlight).bytes).toBe(2 * 1024);
     expect((await shim.exited).code).toBe(0);
-    expect(shim.lines().find((l) => l.msg === 'draining')).toMatchObject({ signal: 'SIGINT', inFlight: 1 });
+    expect(shim.lines().find((l) => l.msg === 'draining')).toMatchObject({ signal, inFlight: 1 });
     expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(false);
     agent.destroy();
   });
@@ -427,6 +427,15 @@ describe.concurrent('graceful shutdown', () => {
     shim.child.kill('SIGTERM');
     expect((await shim.exited).code).toBe(0);
     // The demo backend is gone with the shim.
+    await waitFor(() => !processExists(pid), { what: 'the demo backend to exit' });
+  });
+
+  it('in demo mode, stops the reference backend on SIGHUP too (a closed terminal)', async ({ expect }) => {
+    const shim = await spawnShim({}, ['--demo']);
+    const pid = Number(shim.lines().find((l) => String(l.msg).startsWith('demo mode:'))?.pid);
+    expect(processExists(pid)).toBe(true);
+    shim.child.kill('SIGHUP');
+    expect((await shim.exited).code).toBe(0);
     await waitFor(() => !processExists(pid), { what: 'the demo backend to exit' });
   });
 

@@ -222,6 +222,16 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     expect(problems[0]).not.toContain('\n');
   });
 
+  it.each([
+    [{ BODY_TIMEOUT_MS: '0' }, 'BODY_TIMEOUT_MS: must be at least 1 ms'],
+    [
+      { UPSTREAM_TIMEOUT_MS: '2147483648' },
+      'UPSTREAM_TIMEOUT_MS: must be at most 2147483647 ms (about 24.8 days)',
+    ],
+  ])('says what a millisecond variable accepts: %j', (env, problem) => {
+    expect(problemsOf(env)).toEqual([problem]);
+  });
+
   it('reports several invalid values on several lines, one per variable', () => {
     const problems = problemsOf({ PORT: 'abc', ADMIN_PORT: 'x', MAX_REWRITE_BODY: 'lots', LOG_LEVEL: 'x' });
     expect(problems).toHaveLength(4);
@@ -394,6 +404,15 @@ describe('unknownVariableWarnings', () => {
       DEBIAN_FRONTEND: 'noninteractive',
       PYTHON_VERSION: '3.11',
       PYENV_ROOT: '/root/.pyenv',
+      // Seen on a developer machine (the docs audit of the thirteenth session)
+      PYTHONUNBUFFERED: '1',
+      PYTHONDONTWRITEBYTECODE: '1',
+      RUSTUP_AUTO_INSTALL: '0',
+      GIT_SSL_CAINFO: '/etc/ssl/certs/ca-certificates.crt',
+      NIX_SSL_CERT_FILE: '/etc/ssl/certs/ca-certificates.crt',
+      HTTPLIB2_CA_CERTS: '/etc/ssl/certs/ca-certificates.crt',
+      GRPC_DEFAULT_SSL_ROOTS_FILE_PATH: '/etc/ssl/certs/ca-certificates.crt',
+      CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE: '/etc/ssl/certs/ca-certificates.crt',
     };
     expect(unknownVariableWarnings(env, [])).toEqual([]);
   });
