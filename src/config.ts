@@ -1,7 +1,7 @@
 /**
  * The only reader of `process.env` at run time. Turns the environment into one typed, frozen
  * {@link Config} or reports every invalid variable at once (SPEC §2); a plugin's cross-variable rules
- * (e.g. `ALIAS_SUNSET_AT` not before `ALIAS_DEPRECATED_AT`) run once its variables are each valid.
+ * (e.g. one date not before another) run once its variables are each valid.
  *
  * The schema is composed: the core's variables ({@link CORE_VARIABLES}) plus the variables each
  * registered plugin declares ({@link PluginDefinition.config}), each with its docs row (name, default,
@@ -562,8 +562,8 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     'the only reader of `process.env` at run time). An invalid value stops the process before it listens:',
     'one line per problem on stderr, `config error: <VARIABLE>: <what is wrong>`, and exit code 1. An empty',
     "value counts as unset. Every invalid variable is reported at once; a plugin's rules between its",
-    'variables (such as `ALIAS_SUNSET_AT` not before `ALIAS_DEPRECATED_AT`) are checked once each of its',
-    'variables is valid, so fixing one line can reveal another.',
+    'variables (such as one date not before another) are checked once each of its variables is valid, so',
+    'fixing one line can reveal another.',
     '',
     "The schema is composed: the core's variables below, then the variables each registered plugin",
     'declares in its own folder (`app.ts` lists the plugins in one line). This page is generated from that',
