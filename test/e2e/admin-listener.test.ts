@@ -200,7 +200,8 @@ describe('probeUpstream', () => {
     // TEST-NET-1 (RFC 5737): either unroutable (fails fast) or black-holed (times out).
     const started = performance.now();
     expect(await probeUpstream(new URL('http://192.0.2.1:81'), 300)).toBe(false);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    // Far below the OS's own connect timeout (minutes), with room for a loaded CI runner.
+    expect(performance.now() - started).toBeLessThan(3_000);
   });
 
   it('accepts bracketed IPv6 literals', async () => {
