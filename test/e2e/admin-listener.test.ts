@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAdminServer, probeUpstream, UPSTREAM_HEALTH_PATH } from '../../src/observability/admin.ts';
+import { waitFor } from '../helpers/poll.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -24,25 +25,33 @@ interface State {
   reachable: boolean;
   draining: boolean;
   probes: number;
-  delayMs: number;
+  /** Requests the admin server has received. */
+  requests: number;
+  /** Runs inside each upstream probe, before it answers. */
+  duringProbe?: () => void;
+  /** When set, each probe answers only once it settles. */
+  gate?: Promise<void>;
 }
 
 async function startAdmin(overrides: Partial<State> = {}) {
-  const state: State = { reachable: true, draining: false, probes: 0, delayMs: 0, ...overrides };
+  const state: State = { reachable: true, draining: false, probes: 0, requests: 0, ...overrides };
   const registry = new Registry();
   const counter = new Counter({ name: 'test_things_total', help: 'things', registers: [registry] });
   counter.inc(3);
-  const url = await listen(
-    createAdminServer({
-      registry,
-      upstreamReachable: async () => {
-        state.probes++;
-        await new Promise((r) => setTimeout(r, state.delayMs));
-        return state.reachable;
-      },
-      draining: () => state.draining,
-    }),
-  );
+  const server = createAdminServer({
+    registry,
+    upstreamReachable: async () => {
+      state.probes++;
+      state.duringProbe?.();
+      await state.gate;
+      return state.reachable;
+    },
+    draining: () => state.draining,
+  });
+  server.prependListener('request', () => {
+    state.requests++;
+  });
+  const url = await listen(server);
   return { url, state };
 }
 
@@ -75,19 +84,25 @@ describe('admin listener', () => {
   });
 
   it('answers 503 when draining began while the probe was running', async () => {
-    const { url, state } = await startAdmin({ delayMs: 100 });
-    const pending = fetch(`${url}/readyz`);
-    setTimeout(() => {
+    const { url, state } = await startAdmin();
+    state.duringProbe = () => {
       state.draining = true;
-    }, 30);
-    expect((await pending).status).toBe(503);
+    };
+    expect((await fetch(`${url}/readyz`)).status).toBe(503);
+    expect(state.probes).toBe(1);
   });
 
   it('shares one upstream probe between concurrent readiness checks', async () => {
-    const { url, state } = await startAdmin({ delayMs: 100 });
-    const statuses = await Promise.all(
-      Array.from({ length: 5 }, () => fetch(`${url}/readyz`).then((r) => r.status)),
-    );
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { url, state } = await startAdmin({ gate });
+    const replies = Array.from({ length: 5 }, () => fetch(`${url}/readyz`).then((r) => r.status));
+    // All five are in while the first one's probe is still running.
+    await waitFor(() => state.requests === 5, { what: 'the five readiness checks to arrive' });
+    release();
+    const statuses = await Promise.all(replies);
     expect(statuses).toEqual([200, 200, 200, 200, 200]);
     expect(state.probes).toBe(1);
     await fetch(`${url}/readyz`);
