@@ -1,13 +1,13 @@
 /**
  * Upstream faults (SPEC §4): 502 for refused, reset and invalid responses, 504 when no headers arrive
  * in time; after headers, an aborted client connection (never a truncated body presented as
- * complete); the shim keeps serving. Raw TCP upstreams misbehave as no HTTP library would; nock
- * covers faults injected at the client library level.
+ * complete); the shim keeps serving. Raw TCP upstreams misbehave as no HTTP library would, through
+ * real sockets (no nock in this file: it intercepts every socket while active); faults injected at the
+ * HTTP-client level are in upstream-faults-nock.test.ts.
  */
 import http from 'node:http';
 import net from 'node:net';
-import nock from 'nock';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { getOutcome, type Reply, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -19,7 +19,6 @@ afterEach(async () => {
   for (const s of stacks.splice(0)) await s.close();
   for (const u of upstreams.splice(0)) await u.close();
 });
-afterAll(() => nock.restore());
 
 async function stackWith(onData: Parameters<typeof startRawUpstream>[0], env: Record<string, string> = {}) {
   const upstream = await startRawUpstream(onData);
@@ -209,34 +208,5 @@ describe('client aborts', () => {
       req.on('error', () => {});
     });
     await closed; // would time the test out if the upstream request stayed open
-  });
-});
-
-describe('faults injected with nock', () => {
-  it('maps ECONNRESET and ECONNREFUSED from the HTTP client to 502, then serves normally', async () => {
-    const stack = await startStack({ UPSTREAM_URL: 'http://upstream.test' });
-    stacks.push(stack);
-    // The shim keeps the client's Host header, and nock matches on it. Delays are tested with raw
-    // upstreams above: nock 15 intercepts at the socket level, and destroying a delayed intercepted
-    // request also aborts the test client's own pass-through connection.
-    const headers = { ...CURRENT, host: 'upstream.test' };
-    // An Error object, not a plain one: nock 14+ hangs on plain objects (nock/nock#2789, #2899).
-    nock('http://upstream.test')
-      .get('/missions')
-      .replyWithError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
-    const reset = await send(stack.url, 'GET', '/missions', headers);
-    expect(reset.status).toBe(502);
-    nock('http://upstream.test')
-      .get('/missions')
-      .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
-    const refused = await send(stack.url, 'GET', '/missions', headers);
-    expect(refused.status).toBe(502);
-    nock('http://upstream.test')
-      .get('/missions')
-      .reply(200, '{"data":[]}', { 'content-type': 'application/json' });
-    const ok = await send(stack.url, 'GET', '/missions', headers);
-    expect(ok.status).toBe(200);
-    expect(ok.text).toBe('{"data":[]}');
-    nock.cleanAll();
   });
 });
