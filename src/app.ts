@@ -19,7 +19,7 @@ import { REJECTION_RETRY_AFTER, type RejectionReason, ShimError } from './proxy/
 import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
-import { sendError } from './proxy/respond.ts';
+import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { headerValue } from './proxy/response-writer.ts';
 import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
@@ -99,6 +99,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
+  const corsOrigins = new Set(config.corsAllowedOrigins);
   const responseHeaders = (state: ExchangeState, upstream: IncomingMessage | undefined) => {
     const out: string[] = [];
     if (upstream) serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
@@ -109,6 +110,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
     const outdated = outdatedClientWarning(state.exchange.clientVersion, serviceVersion.parsed);
     if (outdated) out.push('Warning', outdated);
+    if (!upstream && corsOrigins.size > 0)
+      out.push(...ownCorsHeaders(corsOrigins, state.exchange.headers.origin, out));
     return out;
   };
 

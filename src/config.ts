@@ -40,6 +40,8 @@ export interface Config {
   authCookies: string[];
   /** Header carrying an API key, lower-cased (`API_KEY_HEADER`). */
   apiKeyHeader: string;
+  /** Origins whose pages may read the shim's own responses (`CORS_ALLOWED_ORIGINS`; none by default). */
+  corsAllowedOrigins: string[];
   /**
    * Settings of each configured plugin, by plugin name, as its own schema parsed them
    * ({@link PluginDefinition.config}); the composition root hands each to its plugin.
@@ -93,6 +95,19 @@ export function parseByteSize(text: string): number | undefined {
 
 /** Header field-name token (RFC 9110 §5.1). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * Whether `text` is a serialized origin as a browser sends it in `Origin` (RFC 6454 §6.2): an `http:`
+ * or `https:` scheme, a lower-case host and the port when it is not the scheme's default; no path, no
+ * trailing slash.
+ * @example isOrigin('https://app.example') // → true
+ * @example isOrigin('https://App.example/') // → false
+ */
+function isOrigin(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const url = new URL(text);
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
+}
 
 const port = (fallback: number) =>
   parsers
@@ -330,6 +345,22 @@ export const CORE_VARIABLES = {
     meaning:
       'Comma-separated cookie names (at least one) that together form the cookie credential: all present and non-empty.',
   },
+  CORS_ALLOWED_ORIGINS: {
+    schema: parsers
+      .list('')
+      .pipe(
+        z.array(
+          z
+            .string()
+            .refine(
+              isOrigin,
+              'entries must be origins such as https://app.example (scheme, host and port if not the default; lower case, no path)',
+            ),
+        ),
+      ),
+    meaning:
+      "Comma-separated origins (`https://app.example`) whose pages may read the shim's own responses (401, 426, 400, 413, 408, 503, 502, 504): for a request whose `Origin` is listed, they carry `Access-Control-Allow-Origin: <origin>`, `Access-Control-Allow-Credentials: true` and `Access-Control-Expose-Headers` naming their other headers (`Service-Version`, `Warning`), and, while it is set, every shim-made response carries `Vary: Origin`. Without it a browser client sees a network error instead of the 401 that tells it to log in. The upstream's responses are untouched: it owns the CORS policy, and preflights go to it unchecked; list the origins it allows. Unset: none. Refusals of the HTTP server itself (malformed requests, oversized heads) carry no CORS headers.",
+  },
   API_KEY_HEADER: {
     schema: parsers.headerName('x-api-key'),
     default: 'x-api-key',
@@ -523,6 +554,7 @@ export function loadConfig(
     },
     authCookies: e.AUTH_COOKIES,
     apiKeyHeader: e.API_KEY_HEADER.toLowerCase(),
+    corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
     plugins: pluginSettings,
     warnings: unknownVariableWarnings(env, names),
     maxRewriteBody: e.MAX_REWRITE_BODY,

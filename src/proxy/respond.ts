@@ -3,6 +3,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { errorBody } from './errors.ts';
+import { exposedNames } from './response-writer.ts';
 
 /**
  * Sends a shim-made JSON error, or, when the response has already started, aborts the connection so
@@ -55,4 +56,38 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
     'cache-control': 'no-store',
   });
   res.end(text);
+}
+
+/**
+ * The CORS headers of a response the shim makes itself (`CORS_ALLOWED_ORIGINS`; Fetch standard, CORS
+ * protocol): for a listed `Origin`, `Access-Control-Allow-Origin` with it, `Access-Control-Allow-Credentials:
+ * true` (the shim's credentials are cookies or an API key) and `Access-Control-Expose-Headers` naming the
+ * response's other headers; `Vary: Origin` whatever the origin, since the answer depends on it (RFC 9110
+ * §12.5.5).
+ * @param allowed The configured origins.
+ * @param origin The request's `Origin`, if any.
+ * @param headers The response's other headers, flat `[name, value, …]`.
+ * @returns Headers to add, flat.
+ * @example
+ * ownCorsHeaders(new Set(['https://app.example']), 'https://app.example', ['Service-Version', '0.60.0'])
+ * // → ['Vary', 'Origin', 'Access-Control-Allow-Origin', 'https://app.example',
+ * //    'Access-Control-Allow-Credentials', 'true', 'Access-Control-Expose-Headers', 'Service-Version']
+ */
+export function ownCorsHeaders(
+  allowed: ReadonlySet<string>,
+  origin: string | undefined,
+  headers: readonly string[],
+): string[] {
+  const cors = ['Vary', 'Origin'];
+  if (origin === undefined || !allowed.has(origin)) return cors;
+  // `Vary` is for caches, not for the page: not worth exposing.
+  const readable: string[] = [];
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    if ((headers[i] as string).toLowerCase() !== 'vary')
+      readable.push(headers[i] as string, headers[i + 1] as string);
+  }
+  const exposed = exposedNames(['Access-Control-Allow-Origin', origin], readable);
+  cors.push('Access-Control-Allow-Origin', origin, 'Access-Control-Allow-Credentials', 'true');
+  if (exposed !== undefined) cors.push('Access-Control-Expose-Headers', exposed);
+  return cors;
 }

@@ -149,3 +149,62 @@ describe('forwarded request shape', () => {
     expect(echo.headers.host).toBe('api.example:443');
   });
 });
+
+describe('CORS_ALLOWED_ORIGINS: a browser client can read the shim’s own refusals', () => {
+  const APP = 'https://app.example';
+  let corsStack: Stack;
+  beforeAll(async () => {
+    corsStack = await startStack({
+      MIN_CLIENT_VERSION: '0.40.0',
+      CORS_ALLOWED_ORIGINS: `${APP},http://localhost:5173`,
+    });
+  });
+  afterAll(() => corsStack.close());
+
+  it.each([
+    ['401 without credentials', { 'service-client-version': '0.59.0' }, 401],
+    ['426 without a version', {}, 426],
+  ])(
+    '%s, for a listed origin: allowed with credentials, its signals exposed, Vary: Origin',
+    async (_what, headers, status) => {
+      const reply = await send(corsStack.url, 'GET', '/user/me', { ...headers, origin: APP });
+      expect(reply.status).toBe(status);
+      expect(reply.headers['access-control-allow-origin']).toBe(APP);
+      expect(reply.headers['access-control-allow-credentials']).toBe('true');
+      expect(String(reply.headers['access-control-expose-headers']).split(', ')).toContain('Service-Version');
+      expect(String(reply.headers.vary).split(', ')).toContain('Origin');
+    },
+  );
+
+  it('the 401 of a legacy client exposes its Warning too', async () => {
+    const legacy = await send(corsStack.url, 'GET', '/user/me', {
+      'service-client-version': '0.59.0',
+      origin: APP,
+    });
+    expect(legacy.status).toBe(401);
+    expect(legacy.headers.warning).toContain('older than service');
+    expect(String(legacy.headers['access-control-expose-headers']).split(', ')).toEqual([
+      'Service-Version',
+      'Warning',
+    ]);
+  });
+
+  it('an origin not listed, or none: no CORS headers, Vary: Origin all the same', async () => {
+    for (const origin of ['https://evil.example', undefined]) {
+      const reply = await send(corsStack.url, 'GET', '/user/me', {
+        'service-client-version': '0.59.0',
+        ...(origin === undefined ? {} : { origin }),
+      });
+      expect(reply.status).toBe(401);
+      expect(reply.headers['access-control-allow-origin']).toBeUndefined();
+      expect(reply.headers['access-control-allow-credentials']).toBeUndefined();
+      expect(String(reply.headers.vary).split(', ')).toContain('Origin');
+    }
+  });
+
+  it('leaves the upstream’s responses alone: the upstream owns the CORS policy', async () => {
+    const reply = await send(corsStack.url, 'GET', '/user/me', { ...LEGACY, origin: APP });
+    expect(reply.status).toBe(200);
+    expect(reply.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});

@@ -41,8 +41,9 @@ const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
 };
 
 /**
- * The core's variables of SPEC §2's table (plugins declare the rest), and `FORWARDED_HEADERS`: the
- * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers").
+ * The core's variables of SPEC §2's table (plugins declare the rest), `FORWARDED_HEADERS`: the
+ * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers"), and
+ * `CORS_ALLOWED_ORIGINS`: the browser clients SPEC §7's shim-made responses leave open.
  */
 const SPEC_VARIABLES = [
   'PORT',
@@ -55,6 +56,7 @@ const SPEC_VARIABLES = [
   'MIN_CLIENT_VERSION',
   'PUBLIC_PATHS',
   'AUTH_COOKIES',
+  'CORS_ALLOWED_ORIGINS',
   'API_KEY_HEADER',
   'MAX_REWRITE_BODY',
   'MAX_BUFFERED_BYTES',
@@ -204,6 +206,12 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['PUBLIC_PATHS', { PUBLIC_PATHS: 'api/health' }],
     ['AUTH_COOKIES', { AUTH_COOKIES: ' , ' }],
     ['AUTH_COOKIES', { AUTH_COOKIES: 'a b' }],
+    ['CORS_ALLOWED_ORIGINS', { CORS_ALLOWED_ORIGINS: 'https://app.example/' }],
+    ['CORS_ALLOWED_ORIGINS', { CORS_ALLOWED_ORIGINS: 'https://App.example' }],
+    ['CORS_ALLOWED_ORIGINS', { CORS_ALLOWED_ORIGINS: 'https://app.example:443' }],
+    ['CORS_ALLOWED_ORIGINS', { CORS_ALLOWED_ORIGINS: '*' }],
+    ['CORS_ALLOWED_ORIGINS', { CORS_ALLOWED_ORIGINS: 'ftp://files.example' }],
+    ['CORS_ALLOWED_ORIGINS', { CORS_ALLOWED_ORIGINS: 'app.example' }],
     ['MAX_REWRITE_BODY', { MAX_REWRITE_BODY: 'lots' }],
     ['MAX_REWRITE_BODY', { MAX_REWRITE_BODY: '0' }],
     ['MAX_BUFFERED_BYTES', { MAX_BUFFERED_BYTES: '-1mb' }],
@@ -220,6 +228,14 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(new RegExp(`^${variable}(\\.\\d+)?: \\S`));
     expect(problems[0]).not.toContain('\n');
+  });
+
+  it('reads CORS_ALLOWED_ORIGINS as a list of origins, none when unset', () => {
+    expect(loadConfig({}).corsAllowedOrigins).toEqual([]);
+    expect(
+      loadConfig({ CORS_ALLOWED_ORIGINS: 'https://app.example, http://localhost:5173,http://[::1]:8080' })
+        .corsAllowedOrigins,
+    ).toEqual(['https://app.example', 'http://localhost:5173', 'http://[::1]:8080']);
   });
 
   it.each([
