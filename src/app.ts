@@ -110,8 +110,13 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
     const outdated = outdatedClientWarning(state.exchange.clientVersion, serviceVersion.parsed);
     if (outdated) out.push('Warning', outdated);
-    if (!upstream && corsOrigins.size > 0)
-      out.push(...ownCorsHeaders(corsOrigins, state.exchange.headers.origin, out));
+    if (!upstream) {
+      // A response of the shim's own: when to retry a refusal that has a time, and CORS last (it
+      // exposes the names of everything before it).
+      const retryAfter = state.rejection === undefined ? undefined : REJECTION_RETRY_AFTER[state.rejection];
+      if (retryAfter !== undefined) out.push('Retry-After', String(retryAfter));
+      if (corsOrigins.size > 0) out.push(...ownCorsHeaders(corsOrigins, state.exchange.headers.origin, out));
+    }
     return out;
   };
 
@@ -182,8 +187,6 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       state.rejection = err.reason;
       metrics.rejections.inc({ reason: err.reason });
       const headers = responseHeaders(state, undefined);
-      const retryAfter = REJECTION_RETRY_AFTER[err.reason];
-      if (retryAfter !== undefined) headers.push('Retry-After', String(retryAfter));
       // A body the shim stopped reading (budget, timeout) will not be drained, and a head the hygiene
       // gate refused may not be where the client thinks it is: close the connection (as nginx closes
       // after a 400), so that nothing pipelined after it is handled (RFC 9112 §9.6).

@@ -359,7 +359,7 @@ export const CORE_VARIABLES = {
         ),
       ),
     meaning:
-      "Comma-separated origins (`https://app.example`) whose pages may read the shim's own responses (401, 426, 400, 413, 408, 503, 502, 504): for a request whose `Origin` is listed, they carry `Access-Control-Allow-Origin: <origin>`, `Access-Control-Allow-Credentials: true` and `Access-Control-Expose-Headers` naming their other headers (`Service-Version`, `Warning`), and, while it is set, every shim-made response carries `Vary: Origin`. Without it a browser client sees a network error instead of the 401 that tells it to log in. The upstream's responses are untouched: it owns the CORS policy, and preflights go to it unchecked; list the origins it allows. Unset: none. Refusals of the HTTP server itself (malformed requests, oversized heads) carry no CORS headers.",
+      "Comma-separated origins (`https://app.example`) whose pages may read the shim's own responses (401, 426, 400, 413, 408, 503, 502, 504): for a request whose `Origin` is listed, they carry `Access-Control-Allow-Origin: <origin>`, `Access-Control-Allow-Credentials: true` and `Access-Control-Expose-Headers` naming their other headers (`Service-Version`, `Warning`, `Retry-After`), and, while it is set, every shim-made response carries `Vary: Origin`. Without it a browser client sees a network error instead of the 401 that tells it to log in. The upstream's responses are untouched: it owns the CORS policy, and preflights go to it unchecked; list the origins it allows. Unset: none. Refusals of the HTTP server itself (malformed requests, oversized heads) carry no CORS headers.",
   },
   API_KEY_HEADER: {
     schema: parsers.headerName('x-api-key'),
