@@ -205,7 +205,15 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       return;
     }
     logger.error({ err, path: state?.exchange.path }, 'unexpected error in the request pipeline');
-    sendError(res, 500, 'The proxy failed unexpectedly; the error was logged.', [], true);
+    // The shim's own headers all the same (SPEC §7; CORS for a listed origin), unless building them is
+    // what failed.
+    let headers: readonly string[] = [];
+    try {
+      headers = state === undefined ? ownHeaders() : responseHeaders(state, undefined);
+    } catch {
+      // The bare 500.
+    }
+    sendError(res, 500, 'The proxy failed unexpectedly; the error was logged.', headers, true);
   };
 
   const app = express();

@@ -56,6 +56,8 @@ try {
 
 process.on('SIGTERM', () => shutdown('SIGTERM'));
 process.on('SIGINT', () => shutdown('SIGINT'));
+// `nohup` never kept a Node process alive: Node resets SIGHUP to its default at start (seen on Node 24:
+// `nohup node -e …` ends on `kill -HUP` with 129). Handled, a hangup drains like SIGTERM.
 process.on('SIGHUP', () => shutdown('SIGHUP'));
 
 function shutdown(signal: NodeJS.Signals): void {

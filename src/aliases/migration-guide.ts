@@ -147,7 +147,7 @@ export function renderMigrationGuide(table: readonly AliasRow[] = ALIAS_TABLE): 
     '',
     "A web page on another origin can read these headers from script wherever the service's CORS policy",
     'admits its origin: the compat-shim adds their names to `Access-Control-Expose-Headers` on every',
-    'response that carries `Access-Control-Allow-Origin` (it adds no CORS policy of its own).',
+    "response that carries `Access-Control-Allow-Origin` (the service's CORS policy decides which origins).",
     '',
     '## Summary',
     '',

@@ -107,7 +107,8 @@ export interface UpstreamHead {
  * - `rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
  *   replaces whatever the upstream advertised (RFC 9110 §14.3): this client cannot get ranges.
  * - A CORS response (the upstream sent `Access-Control-Allow-Origin`): the names in `extra` are added
- *   to `Access-Control-Expose-Headers` ({@link exposedNames}), so a browser client can read them.
+ *   to `Access-Control-Expose-Headers` ({@link exposedNames}), one field line with the upstream's
+ *   members first, so a browser client can read them.
  *
  * @param upstream The upstream head.
  * @param extra Headers the shim adds, flat.
@@ -128,10 +129,36 @@ export function responseHead(
   if (patched && upstream.etag !== undefined) head.push('ETag', weakEtag(upstream.etag));
   if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
   if (rangesRefused) head.push('Accept-Ranges', 'none');
-  for (const value of extra) head.push(value);
-  const expose = extra.length === 0 ? undefined : exposedNames(upstream.rawHeaders, extra);
-  if (expose !== undefined) head.push('Access-Control-Expose-Headers', expose);
-  return head;
+  // Judged on the end-to-end head (an exposure the upstream made hop-by-hop is gone).
+  const expose = extra.length === 0 ? undefined : exposedNames(head, extra);
+  const out = expose === undefined ? head : exposingAlso(head, expose);
+  for (const value of extra) out.push(value);
+  return out;
+}
+
+/**
+ * `head` with its `Access-Control-Expose-Headers` made one field line that lists the upstream's
+ * members and then `names`: one line rather than two, since a cache that revalidates a stored response
+ * replaces each of its fields with the 304's (RFC 9111 §3.2), and a second line of the shim's would
+ * replace the upstream's list.
+ * @param head A response head, flat.
+ * @param names The names to add, joined (from {@link exposedNames}).
+ * @returns A new flat head: the other fields in order, then the merged field.
+ */
+function exposingAlso(head: readonly string[], names: string): string[] {
+  const out: string[] = [];
+  const members: string[] = [];
+  for (let i = 0; i < head.length; i += 2) {
+    const name = head[i] as string;
+    const value = head[i + 1] as string;
+    if (name.toLowerCase() !== 'access-control-expose-headers') out.push(name, value);
+    else {
+      for (const member of value.split(',')) if (member.trim() !== '') members.push(member.trim());
+    }
+  }
+  members.push(names);
+  out.push('Access-Control-Expose-Headers', members.join(', '));
+  return out;
 }
 
 /** Response headers a CORS reader always sees (Fetch standard, "CORS-safelisted response-header name"). */
@@ -151,9 +178,8 @@ const CORS_SAFELISTED = new Set([
  * `Access-Control-Expose-Headers` names it). Only for a response the upstream made readable across
  * origins (`Access-Control-Allow-Origin` present): the upstream owns the CORS policy, the shim only makes
  * its own signals (`Warning`, `Deprecation`, `Sunset`, `Link`) visible where the upstream's bodies
- * already are. Sent as a field line of its own, which the Fetch standard combines with the upstream's
- * (RFC 9110 §5.3); `*` is no wildcard for a credentialed request, so names are listed even then.
- * @param rawHeaders The upstream's response head (flat, as `IncomingMessage.rawHeaders`).
+ * already are. `*` is no wildcard for a credentialed request, so names are listed even then.
+ * @param rawHeaders The response head to be sent, before `extra` (flat, end-to-end fields only).
  * @param extra The shim's headers (flat `[name, value, …]`).
  * @returns The names to expose, joined with `, ` in the order first added, or `undefined` when the
  *   response is not a CORS response or every name is safelisted or already exposed by the upstream.

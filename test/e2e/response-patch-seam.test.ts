@@ -625,3 +625,29 @@ describe('an upstream that dies mid-body on a patched route', () => {
     expect(await metricValue(shim.metrics, 'shim_upstream_errors_total', 'kind="reset"')).toBe(1);
   });
 });
+
+describe('an unexpected error in the pipeline (a plugin that throws)', () => {
+  const throwing: ProxyPlugin = {
+    name: 'throwing',
+    onRequest: () => {
+      throw new Error('a bug in a plugin');
+    },
+  };
+
+  it('is a 500 JSON with the shim’s own headers: the service version, CORS for a listed origin', async () => {
+    const up = await upstream((_req, res) => res.end('{}'));
+    const shim = await startCore(
+      up.url,
+      { SERVICE_VERSION: '0.60.0', CORS_ALLOWED_ORIGINS: 'https://app.example' },
+      undefined,
+      throwing,
+    );
+    const reply = await send(shim.url, 'GET', '/missions', { ...CLIENT, origin: 'https://app.example' });
+    expect(reply.status).toBe(500);
+    expect(reply.json()).toMatchObject({ statusCode: 500, error: 'Internal Server Error' });
+    expect(reply.headers['service-version']).toBe('0.60.0');
+    expect(reply.headers['access-control-allow-origin']).toBe('https://app.example');
+    expect(String(reply.headers.vary).split(', ')).toContain('Origin');
+    expect(shim.logs().some((l) => l.msg === 'unexpected error in the request pipeline')).toBe(true);
+  });
+});

@@ -6,7 +6,16 @@ import { describe, expect, it } from 'vitest';
 import { ownCorsHeaders } from '../../../src/proxy/respond.ts';
 
 const ALLOWED = new Set(['https://app.example', 'http://localhost:5173']);
-const OWN = ['Service-Version', '0.60.0', 'Vary', 'Service-Client-Version', 'Warning', '299 - "w"'];
+const OWN = [
+  'Service-Version',
+  '0.60.0',
+  'Vary',
+  'Service-Client-Version',
+  'Warning',
+  '299 - "w"',
+  'Retry-After',
+  '1',
+];
 
 describe('ownCorsHeaders', () => {
   it('a listed origin may read the response with credentials, and its headers but Vary', () => {
@@ -18,7 +27,7 @@ describe('ownCorsHeaders', () => {
       'Access-Control-Allow-Credentials',
       'true',
       'Access-Control-Expose-Headers',
-      'Service-Version, Warning',
+      'Service-Version, Warning, Retry-After',
     ]);
   });
 

@@ -193,22 +193,76 @@ describe('responseHead', () => {
     };
     expect(responseHead(cors, ['Warning', 'w'], false, undefined)).toEqual([
       ...cors.rawHeaders,
-      'Warning',
-      'w',
       'Access-Control-Expose-Headers',
       'Warning',
+      'Warning',
+      'w',
     ]);
     expect(responseHead(cors, ['Warning', 'w'], true, undefined)).toEqual([
       'Access-Control-Allow-Origin',
       'https://app.example',
-      'Warning',
-      'w',
       'Access-Control-Expose-Headers',
       'Warning',
+      'Warning',
+      'w',
     ]);
     expect(responseHead(cors, [], true, undefined)).toEqual([
       'Access-Control-Allow-Origin',
       'https://app.example',
+    ]);
+  });
+
+  it('one Access-Control-Expose-Headers line, the upstream’s members first (a 304 replaces a stored field whole)', () => {
+    const cors = {
+      rawHeaders: [
+        'Access-Control-Expose-Headers',
+        'X-Request-Id, ',
+        'Access-Control-Allow-Origin',
+        'https://app.example',
+        'access-control-expose-headers',
+        'X-Trace',
+      ],
+      etag: undefined,
+      vary: undefined,
+    };
+    expect(responseHead(cors, ['Warning', 'w', 'Deprecation', '@1'], false, undefined)).toEqual([
+      'Access-Control-Allow-Origin',
+      'https://app.example',
+      'Access-Control-Expose-Headers',
+      'X-Request-Id, X-Trace, Warning, Deprecation',
+      'Warning',
+      'w',
+      'Deprecation',
+      '@1',
+    ]);
+    // Nothing new to expose: the upstream's lines stay as they were.
+    expect(responseHead(cors, ['X-Trace', 't'], false, undefined)).toEqual([
+      ...cors.rawHeaders,
+      'X-Trace',
+      't',
+    ]);
+  });
+
+  it('an exposure the upstream made hop-by-hop (named in Connection) is gone, so the names are exposed anew', () => {
+    const cors = {
+      rawHeaders: [
+        'Access-Control-Allow-Origin',
+        'https://app.example',
+        'Connection',
+        'access-control-expose-headers',
+        'Access-Control-Expose-Headers',
+        'Warning',
+      ],
+      etag: undefined,
+      vary: undefined,
+    };
+    expect(responseHead(cors, ['Warning', 'w'], false, undefined)).toEqual([
+      'Access-Control-Allow-Origin',
+      'https://app.example',
+      'Access-Control-Expose-Headers',
+      'Warning',
+      'Warning',
+      'w',
     ]);
   });
 
