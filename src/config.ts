@@ -11,6 +11,7 @@
  * ({@link unknownVariableWarnings}).
  */
 import { readFileSync } from 'node:fs';
+import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
 import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
@@ -95,6 +96,9 @@ export function parseByteSize(text: string): number | undefined {
 
 /** Header field-name token (RFC 9110 §5.1). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** An ISO 8601 date, or date-time with seconds optional and a time zone (`Z` or `±hh:mm`). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/i;
 
 /**
  * Whether `text` is a serialized origin as a browser sends it in `Origin` (RFC 6454 §6.2): an `http:`
@@ -185,15 +189,22 @@ export const parsers = {
     .optional()
     .transform((v) => (v === '' ? undefined : v))
     .pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name').optional()),
-  /** An optional date (anything `Date` parses; ISO 8601 recommended). */
+  /**
+   * An optional instant, ISO 8601: a date (`2026-01-31`, midnight UTC) or a date-time with its time
+   * zone (`2026-01-31T00:00:00Z`, `…+01:00`). A date-time without a zone is refused: `Date` would read
+   * it in the host's `TZ`, so the same setting would mean another instant on another machine.
+   */
   date: z
     .string()
     .optional()
     .transform((v, ctx) => {
       if (v === undefined || v === '') return undefined;
-      const d = new Date(v);
+      const d = ISO_INSTANT.test(v) ? new Date(v) : new Date(Number.NaN);
       if (Number.isNaN(d.getTime())) {
-        ctx.addIssue({ code: 'custom', message: `must be a date such as 2026-01-31T00:00:00Z (got "${v}")` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be an ISO 8601 date (2026-01-31, midnight UTC) or date-time with a time zone (2026-01-31T00:00:00Z) (got "${v}")`,
+        });
         return z.NEVER;
       }
       return d;
@@ -457,8 +468,9 @@ export function configVariables(plugins: readonly PluginDefinition[]): string[] 
  * `<SVC>_PORT_443_TCP_ADDR`, …), CI runners and test runners.
  */
 export const AMBIENT_VARIABLES: readonly RegExp[] = Object.freeze([
-  /^(PATH|HOME|HOSTNAME|PWD|OLDPWD|SHLVL|USER|LOGNAME|SHELL|TERM|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|MAIL|EDITOR|PAGER|DISPLAY|COLORTERM|INIT_CWD|CI|FORCE_COLOR|NO_COLOR|DEBUG|UV_THREADPOOL_SIZE|HTTP_PROXY|HTTPS_PROXY|NO_PROXY|ALL_PROXY|DEBIAN_FRONTEND|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE)$/,
-  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE|CLOUDSDK|SSL|GIT|NIX|GRPC|HTTPLIB2|PYENV|PIP|JAVA|GO|RUST|RUSTUP|CARGO)_/,
+  // `NODE` and `COLOR`: set by npm for the scripts it runs (`npm start`).
+  /^(PATH|HOME|HOSTNAME|PWD|OLDPWD|SHLVL|USER|LOGNAME|SHELL|TERM|LANG|LANGUAGE|TZ|TMPDIR|TEMP|TMP|MAIL|EDITOR|PAGER|DISPLAY|COLORTERM|INIT_CWD|CI|NODE|COLOR|FORCE_COLOR|NO_COLOR|DEBUG|UV_THREADPOOL_SIZE|HTTP_PROXY|HTTPS_PROXY|NO_PROXY|ALL_PROXY|DEBIAN_FRONTEND|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE)$/,
+  /^(LC|XDG|NODE|NPM|YARN|PNPM|COREPACK|VITEST|TSX|ESBUILD|KUBERNETES|GITHUB|RUNNER|GITLAB|BUILDKITE|DOCKER|CONTAINER|SSH|GPG|TERM|OTEL|AWS|GOOGLE|AZURE|CLOUDSDK|CLOUD_SDK|SSL|GIT|NIX|GRPC|HTTPLIB2|PYENV|PIP|JAVA|GO|RUST|RUSTUP|CARGO)_/,
   // Python's own (`PYTHONUNBUFFERED`, `PYTHONPATH`, …) and its images' (`PYTHON_VERSION`).
   /^PYTHON/,
   /_SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?$/,
@@ -479,15 +491,49 @@ export const AMBIENT_VARIABLES: readonly RegExp[] = Object.freeze([
  * @returns One line (names sorted), or `[]` when there is nothing to report.
  */
 export function unknownVariableWarnings(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
+  const unknown = unknownVariables(env, known);
+  if (unknown.length === 0) return [];
+  const named = unknown.map((name) => {
+    const near = nearMiss(name, known);
+    return near === undefined ? name : `${name} (did you mean ${near}?)`;
+  });
+  return [
+    `environment variables not read by this shim (a retired plugin's, or a typo?): ${named.join(', ')}; see docs/configuration.md#unknown-variables`,
+  ];
+}
+
+/** The upper-snake-case variables of `env` that neither `known` nor {@link AMBIENT_VARIABLES} has, sorted. */
+function unknownVariables(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
   const knownSet = new Set(known);
-  const unknown = Object.keys(env)
+  return Object.keys(env)
     .filter((name) => /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/.test(name) && !knownSet.has(name))
     .filter((name) => !AMBIENT_VARIABLES.some((pattern) => pattern.test(name)))
     .sort();
-  if (unknown.length === 0) return [];
-  return [
-    `environment variables not read by this shim (a retired plugin's, or a typo?): ${unknown.join(', ')}; see docs/configuration.md#unknown-variables`,
-  ];
+}
+
+/**
+ * The variable the shim reads that `name` is likely a misspelling of: at most two edits away
+ * (Levenshtein distance; `ALIASE` → `ALIASES`, `UPSTREM_URL` → `UPSTREAM_URL`), for names of five
+ * characters or more, so that short unrelated names are not matched.
+ * @returns The known name, or `undefined`.
+ */
+export function nearMiss(name: string, known: readonly string[]): string | undefined {
+  if (name.length < 5 || known.length === 0) return undefined;
+  const candidate = closest(name, known);
+  return distance(name, candidate) <= 2 ? candidate : undefined;
+}
+
+/**
+ * Lines for a configuration that failed: the unknown variables that are near misses of a variable the
+ * shim reads (likely the cause: `UPSTREM_URL` set, `UPSTREAM_URL` required), as `config error` lines.
+ */
+function nearMissProblems(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
+  const lines: string[] = [];
+  for (const name of unknownVariables(env, known)) {
+    const near = nearMiss(name, known);
+    if (near !== undefined) lines.push(`${name}: not read by this shim; did you mean ${near}?`);
+  }
+  return lines;
 }
 
 /**
@@ -537,7 +583,7 @@ export function loadConfig(
     // Cross-variable rules run only on valid values.
     if (problems.length === before) pluginSettings[plugin.name] = plugin.config.build(values, problems, e);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) throw new ConfigError([...problems, ...nearMissProblems(env, names)]);
 
   const config: Config = {
     port: e.PORT,
@@ -627,12 +673,18 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     'service links such as `<SVC>_SERVICE_HOST` and `<SVC>_PORT_<n>_TCP…`, CI runners, proxies, CA bundles',
     'and language toolchains of base images and developer machines such as `SSL_CERT_FILE`, `GIT_SSL_CAINFO`,',
     '`NIX_SSL_CERT_FILE`, `PYTHONUNBUFFERED` or `RUSTUP_…`) are not reported',
-    '(`AMBIENT_VARIABLES` in `src/config.ts`). Remove the variable from the deployment to silence it.',
+    '(`AMBIENT_VARIABLES` in `src/config.ts`). A name at most two edits from one the shim reads is named',
+    'with it: `ALIASE (did you mean ALIASES?)`; when the configuration fails, such near misses are also',
+    'listed among the `config error` lines (`UPSTREM_URL: not read by this shim; did you mean',
+    'UPSTREAM_URL?`). Remove the variable from the deployment to silence it.',
     '',
-    'Example (the sidecar of `deploy/kubernetes.yaml`):',
+    'Example (the settings of the sidecar in `deploy/kubernetes.yaml`, outside a container; `npm start` is',
+    'the demo, which falls back to the embedded backend when `UPSTREAM_URL` is unset or misspelt):',
     '',
     '```sh',
-    'UPSTREAM_URL=http://127.0.0.1:3000 ADMIN_PORT=9090 LOG_LEVEL=info npm start',
+    'npm run build',
+    'UPSTREAM_URL=http://127.0.0.1:3000 ADMIN_PORT=9090 LOG_LEVEL=info \\',
+    '  node --max-semi-space-size=2 --scavenger-max-new-space-capacity-mb=4 dist/main.js',
     '```',
     '',
   );

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 
 /**
  * The Node flags before `dist/main.js` in an `npm start` script.
- * @param start e.g. `npm run build --silent && node --max-semi-space-size=2 dist/main.js --demo`
+ * @param start e.g. `npm run build --silent && exec node --max-semi-space-size=2 dist/main.js --demo`
  * @returns e.g. `['--max-semi-space-size=2']`; `[]` without flags.
  * @throws {Error} when the script does not run `node … dist/main.js`.
  */

@@ -54,12 +54,12 @@ export const ALIAS_VARIABLES = {
   ALIAS_DEPRECATED_AT: {
     schema: parsers.date,
     meaning:
-      'Date (ISO 8601, e.g. `2026-01-01T00:00:00Z`) the aliases were deprecated: `Deprecation: @<epoch seconds>` (RFC 9745) on responses to requests that used an alias. Must not be later than `ALIAS_SUNSET_AT`.',
+      'Date the aliases were deprecated, ISO 8601 (`2026-01-01`, midnight UTC, or `2026-01-01T00:00:00Z`; a date-time needs its time zone): `Deprecation: @<epoch seconds>` (RFC 9745) on responses to requests that used an alias. Must not be later than `ALIAS_SUNSET_AT`.',
   },
   ALIAS_SUNSET_AT: {
     schema: parsers.date,
     meaning:
-      'Date the aliases stop working: `Sunset: <HTTP-date>` (RFC 8594). Must not be earlier than `ALIAS_DEPRECATED_AT`.',
+      'Date the aliases stop working, in the same form as `ALIAS_DEPRECATED_AT`: `Sunset: <HTTP-date>` (RFC 8594). Must not be earlier than `ALIAS_DEPRECATED_AT`.',
   },
   ALIAS_DOCS_URL: {
     schema: parsers.url,

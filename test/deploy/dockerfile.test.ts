@@ -60,6 +60,12 @@ describe('Dockerfile', () => {
     expect(start).toMatch(/ dist\/main\.js --demo$/);
   });
 
+  it('npm start and npm run reference-backend exec node, so that a SIGTERM to npm reaches it (npm runs scripts with sh -c, which would not pass it on)', () => {
+    const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(scripts.start).toMatch(/&& exec node /);
+    expect(scripts['reference-backend']).toMatch(/^exec node /);
+  });
+
   it('exposes the default ports and checks /healthz on the admin port with fetch', () => {
     const config = loadConfig({});
     expect(final('EXPOSE')).toEqual([`EXPOSE ${config.port} ${config.adminPort}`]);

@@ -14,6 +14,7 @@ import {
   ConfigError,
   configVariables,
   loadConfig,
+  nearMiss,
   type PluginDefinition,
   parseByteSize,
   parsers,
@@ -394,6 +395,32 @@ describe('unknownVariableWarnings', () => {
     ]);
   });
 
+  it('names the variable a misspelt one likely meant (at most two edits, five characters or more)', () => {
+    const known = configVariables([FAKE]);
+    const env = { ALIASE: 'off', LOG_LEVL: 'debug', UPSTRAEM_URL: 'http://x', ZZ: 'y', PORTX: '1' };
+    expect(unknownVariableWarnings(env, [...known, 'ALIASES'])).toEqual([
+      expect.stringContaining(
+        ': ALIASE (did you mean ALIASES?), LOG_LEVL (did you mean LOG_LEVEL?), PORTX (did you mean PORT?), UPSTRAEM_URL (did you mean UPSTREAM_URL?), ZZ;',
+      ),
+    ]);
+    expect(nearMiss('FOO_BAR_BAZ', known)).toBeUndefined();
+    expect(nearMiss('PORTS', ['PORT'])).toBe('PORT');
+    expect(nearMiss('POR', ['PORT'])).toBeUndefined();
+  });
+
+  it('a configuration that fails names the near misses among its errors (UPSTREAM_URL required, UPSTREM_URL set)', () => {
+    let problems: string[] = [];
+    try {
+      loadConfig({ UPSTREM_URL: 'http://127.0.0.1:3000' }, [], { requireUpstream: true });
+    } catch (err) {
+      problems = (err as ConfigError).problems;
+    }
+    expect(problems).toEqual([
+      expect.stringMatching(/^UPSTREAM_URL: required/),
+      'UPSTREM_URL: not read by this shim; did you mean UPSTREAM_URL?',
+    ]);
+  });
+
   it('ignores platform variables (shell, Node/npm, Kubernetes service links, CI)', () => {
     const env = {
       PATH: '/bin',
@@ -422,6 +449,10 @@ describe('unknownVariableWarnings', () => {
       PYENV_ROOT: '/root/.pyenv',
       // Seen on a developer machine (the docs audit of the thirteenth session)
       PYTHONUNBUFFERED: '1',
+      // Set by npm for `npm start`, and by Google Cloud SDK images
+      NODE: '/usr/local/bin/node',
+      COLOR: '0',
+      CLOUD_SDK_VERSION: '500.0.0',
       PYTHONDONTWRITEBYTECODE: '1',
       RUSTUP_AUTO_INSTALL: '0',
       GIT_SSL_CAINFO: '/etc/ssl/certs/ca-certificates.crt',

@@ -102,12 +102,26 @@ describe("the alias plugin's variables", () => {
   });
 });
 
+describe('dates: ISO 8601, the same instant on every host', () => {
+  it.each([
+    ['2026-01-01', Date.UTC(2026, 0, 1)],
+    ['2026-01-01T00:00:00Z', Date.UTC(2026, 0, 1)],
+    ['2026-01-01T01:00+01:00', Date.UTC(2026, 0, 1)],
+    ['2026-01-01T00:00:00.500Z', Date.UTC(2026, 0, 1, 0, 0, 0, 500)],
+  ])('%s', (text, epochMs) => {
+    expect(settingsOf({ ALIAS_DEPRECATED_AT: text }).deprecatedAt?.getTime()).toBe(epochMs);
+  });
+});
+
 describe('invalid alias settings are config errors, one line naming the variable', () => {
   it.each<[string, NodeJS.ProcessEnv]>([
     ['ALIASES', { ALIASES: 'maybe' }],
     ['ALIAS_SUNSET_VERSION', { ALIAS_SUNSET_VERSION: 'soon' }],
     ['ALIAS_DEPRECATED_AT', { ALIAS_DEPRECATED_AT: 'soon' }],
     ['ALIAS_SUNSET_AT', { ALIAS_SUNSET_AT: 'later' }],
+    // A date-time without its time zone: another instant on a host with another TZ.
+    ['ALIAS_DEPRECATED_AT', { ALIAS_DEPRECATED_AT: '2026-01-01T00:00:00' }],
+    ['ALIAS_SUNSET_AT', { ALIAS_SUNSET_AT: 'Jan 1 2027' }],
     // RFC 9745 §3: Deprecation later than Sunset.
     [
       'ALIAS_SUNSET_AT',
