@@ -16,7 +16,7 @@ export const MIN_NODE_MAJOR = 24;
  */
 export function unsupportedNode(version: string): string | undefined {
   if (Number(version.split('.')[0]) >= MIN_NODE_MAJOR) return undefined;
-  return `compat-shim needs Node ${MIN_NODE_MAJOR} or later; this is Node ${version}. Run it with \`npm start\` (the pinned node@24 devDependency) or the container image.`;
+  return `compat-shim needs Node ${MIN_NODE_MAJOR} or later; this is Node ${version}. Run it with the pinned Node 24 (\`npx node dist/main.js\`, from the node@24 devDependency; \`npm start\` for the demo) or the container image.`;
 }
 
 const problem = unsupportedNode(process.versions.node);
