@@ -513,7 +513,7 @@ function unknownVariables(env: NodeJS.ProcessEnv, known: readonly string[]): str
 
 /**
  * The variable the shim reads that `name` is likely a misspelling of: at most two edits away
- * (Levenshtein distance; `ALIASE` → `ALIASES`, `UPSTREM_URL` → `UPSTREAM_URL`), for names of five
+ * (Levenshtein distance; `LOG_LEVL` → `LOG_LEVEL`, `UPSTREM_URL` → `UPSTREAM_URL`), for names of five
  * characters or more, so that short unrelated names are not matched.
  * @returns The known name, or `undefined`.
  */
@@ -674,7 +674,7 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     'and language toolchains of base images and developer machines such as `SSL_CERT_FILE`, `GIT_SSL_CAINFO`,',
     '`NIX_SSL_CERT_FILE`, `PYTHONUNBUFFERED` or `RUSTUP_…`) are not reported',
     '(`AMBIENT_VARIABLES` in `src/config.ts`). A name at most two edits from one the shim reads is named',
-    'with it: `ALIASE (did you mean ALIASES?)`; when the configuration fails, such near misses are also',
+    'with it: `LOG_LEVL (did you mean LOG_LEVEL?)`; when the configuration fails, such near misses are also',
     'listed among the `config error` lines (`UPSTREM_URL: not read by this shim; did you mean',
     'UPSTREAM_URL?`). Remove the variable from the deployment to silence it.',
     '',
