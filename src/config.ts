@@ -199,8 +199,8 @@ export const parsers = {
     .optional()
     .transform((v, ctx) => {
       if (v === undefined || v === '') return undefined;
-      const d = ISO_INSTANT.test(v) ? new Date(v) : new Date(Number.NaN);
-      if (Number.isNaN(d.getTime())) {
+      const d = ISO_INSTANT.test(v) ? new Date(v) : undefined;
+      if (d === undefined || Number.isNaN(d.getTime())) {
         ctx.addIssue({
           code: 'custom',
           message: `must be an ISO 8601 date (2026-01-31, midnight UTC) or date-time with a time zone (2026-01-31T00:00:00Z) (got "${v}")`,
@@ -515,7 +515,10 @@ function unknownVariables(env: NodeJS.ProcessEnv, known: readonly string[]): str
  * The variable the shim reads that `name` is likely a misspelling of: at most two edits away
  * (Levenshtein distance; `LOG_LEVL` → `LOG_LEVEL`, `UPSTREM_URL` → `UPSTREAM_URL`), for names of five
  * characters or more, so that short unrelated names are not matched.
- * @returns The known name, or `undefined`.
+ * @param name A variable nothing reads, e.g. `ALIASE`.
+ * @param known The names the core and the registered plugins read.
+ * @returns The known name, or `undefined`. Never throws.
+ * @example nearMiss('UPSTREM_URL', ['UPSTREAM_URL', 'PORT']) // → 'UPSTREAM_URL'
  */
 export function nearMiss(name: string, known: readonly string[]): string | undefined {
   if (name.length < 5 || known.length === 0) return undefined;

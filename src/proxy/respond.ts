@@ -80,13 +80,7 @@ export function ownCorsHeaders(
 ): string[] {
   const cors = ['Vary', 'Origin'];
   if (origin === undefined || !allowed.has(origin)) return cors;
-  // `Vary` is for caches, not for the page: not worth exposing.
-  const readable: string[] = [];
-  for (let i = 0; i + 1 < headers.length; i += 2) {
-    if ((headers[i] as string).toLowerCase() !== 'vary')
-      readable.push(headers[i] as string, headers[i + 1] as string);
-  }
-  const exposed = exposedNames(['Access-Control-Allow-Origin', origin], readable);
+  const exposed = exposedNames(['Access-Control-Allow-Origin', origin], headers);
   cors.push('Access-Control-Allow-Origin', origin, 'Access-Control-Allow-Credentials', 'true');
   if (exposed !== undefined) cors.push('Access-Control-Expose-Headers', exposed);
   return cors;

@@ -161,8 +161,11 @@ function exposingAlso(head: readonly string[], names: string): string[] {
   return out;
 }
 
-/** Response headers a CORS reader always sees (Fetch standard, "CORS-safelisted response-header name"). */
-const CORS_SAFELISTED = new Set([
+/**
+ * Names never worth exposing: those a CORS reader always sees (Fetch standard, "CORS-safelisted
+ * response-header name"), and `Vary`, which is for caches, not for the page.
+ */
+const NOT_EXPOSED = new Set([
   'cache-control',
   'content-language',
   'content-length',
@@ -170,6 +173,7 @@ const CORS_SAFELISTED = new Set([
   'expires',
   'last-modified',
   'pragma',
+  'vary',
 ]);
 
 /**
@@ -182,27 +186,27 @@ const CORS_SAFELISTED = new Set([
  * @param rawHeaders The response head to be sent, before `extra` (flat, end-to-end fields only).
  * @param extra The shim's headers (flat `[name, value, …]`).
  * @returns The names to expose, joined with `, ` in the order first added, or `undefined` when the
- *   response is not a CORS response or every name is safelisted or already exposed by the upstream.
+ *   response is not a CORS response or every name is safelisted, `Vary` or already exposed.
  * @example
  * exposedNames(['Access-Control-Allow-Origin', 'https://app.example'], ['Warning', '299 - "…"'])
  * // → 'Warning'
  */
 export function exposedNames(rawHeaders: readonly string[], extra: readonly string[]): string | undefined {
   let cors = false;
-  const exposed = new Set<string>();
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = (rawHeaders[i] as string).toLowerCase();
-    if (name === 'access-control-allow-origin') cors = true;
-    else if (name === 'access-control-expose-headers') {
-      for (const member of (rawHeaders[i + 1] as string).split(',')) exposed.add(member.trim().toLowerCase());
-    }
+  for (let i = 0; i < rawHeaders.length && !cors; i += 2) {
+    cors = (rawHeaders[i] as string).toLowerCase() === 'access-control-allow-origin';
   }
   if (!cors) return undefined;
+  const exposed = new Set<string>();
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if ((rawHeaders[i] as string).toLowerCase() !== 'access-control-expose-headers') continue;
+    for (const member of (rawHeaders[i + 1] as string).split(',')) exposed.add(member.trim().toLowerCase());
+  }
   const names: string[] = [];
   for (let i = 0; i < extra.length; i += 2) {
     const name = extra[i] as string;
     const lower = name.toLowerCase();
-    if (CORS_SAFELISTED.has(lower) || exposed.has(lower)) continue;
+    if (NOT_EXPOSED.has(lower) || exposed.has(lower)) continue;
     exposed.add(lower);
     names.push(name);
   }

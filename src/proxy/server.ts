@@ -213,25 +213,22 @@ export function createFrontServer(
   // forwarder sends it once the request is admitted (forward.ts), so that a refused upload is refused
   // before its body is sent (RFC 9110 §10.1.1).
   server.on('checkContinue', pipeline.onRequest);
+  /** A refusal of the server's own, with the headers of every shim-made response. */
+  const refuse = (socket: Duplex, status: number, message: string) =>
+    writeRaw(socket, status, message, ownHeaders());
   // WebSocket and other upgrades never pass through Express middleware: refuse them here (SPEC §3).
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
     onRejected('upgrade', 501);
-    writeRaw(
-      socket,
-      501,
-      'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.',
-      ownHeaders(),
-    );
+    refuse(socket, 501, 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
   });
   // CONNECT (authority-form) never reaches Express either; without a listener Node drops the
   // connection without a word. Answer as hygiene does (SPEC §3; test/security/admission-bypass-by-path.test.ts).
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
     onRejected('malformed', 400);
-    writeRaw(
+    refuse(
       socket,
       400,
       'The request target must be in origin-form (a path starting with "/"); CONNECT is not supported.',
-      ownHeaders(),
     );
   });
   // Connections whose parser error has been dealt with: the parser, failed, reports every later read
@@ -254,7 +251,7 @@ export function createFrontServer(
           : ['malformed', 400, 'The request is not valid HTTP/1.1.'];
     // In its turn, after the responses to the complete requests before it (RFC 9112 §9.3.2;
     // test/security/request-smuggling.test.ts › pipelined).
-    const turn = pipeline.onParserError(socket, () => writeRaw(socket, status, message, ownHeaders()));
+    const turn = pipeline.onParserError(socket, () => refuse(socket, status, message));
     if (turn === 'started') {
       // The error is in the body of a request whose response is being sent: a second response would
       // desynchronize a front proxy's response queue, and the first cannot be completed as framed.
