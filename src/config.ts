@@ -97,8 +97,37 @@ export function parseByteSize(text: string): number | undefined {
 /** Header field-name token (RFC 9110 §5.1). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-/** An ISO 8601 date, or date-time with seconds optional and a time zone (`Z` or `±hh:mm`). */
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/i;
+/** An ISO 8601 calendar date, `2026-01-31`. */
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+/**
+ * An ISO 8601 date-time with its time zone (`Z` or `±hh:mm`), seconds and any number of fraction digits
+ * optional (`Date` keeps milliseconds); `T` and `Z` in either case, as RFC 3339 §5.6 allows.
+ */
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** Options of {@link parseInstant}. */
+export interface InstantOptions {
+  /** Whether a date alone (`2026-01-31`) is accepted, as midnight UTC; when false only a date-time is. */
+  readonly allowDate: boolean;
+}
+
+/**
+ * Parses an instant written in ISO 8601: a date-time with its time zone (`2026-01-31T14:00Z`,
+ * `2026-01-31T14:00:00.1234+01:00`) or, when `options.allowDate`, a date alone (midnight UTC). A
+ * date-time without a zone is refused: `Date` would read it in the host's `TZ`, so the same setting
+ * would mean another instant on another machine. The one instant parser of the configuration (the
+ * core's and the plugins').
+ * @param text The value, e.g. `2027-01-12T14:00Z`.
+ * @param options See {@link InstantOptions}.
+ * @returns Ms since the epoch, or `undefined` when `text` is not such an instant. Never throws.
+ * @example parseInstant('2027-01-12', { allowDate: true }) // → 1799712000000
+ * @example parseInstant('2027-01-12', { allowDate: false }) // → undefined
+ */
+export function parseInstant(text: string, options: InstantOptions): number | undefined {
+  if (!ISO_DATE_TIME.test(text) && !(options.allowDate && ISO_DATE.test(text))) return undefined;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : ms;
+}
 
 /**
  * Whether `text` is a serialized origin as a browser sends it in `Origin` (RFC 6454 §6.2): an `http:`
@@ -191,23 +220,22 @@ export const parsers = {
     .pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name').optional()),
   /**
    * An optional instant, ISO 8601: a date (`2026-01-31`, midnight UTC) or a date-time with its time
-   * zone (`2026-01-31T00:00:00Z`, `…+01:00`). A date-time without a zone is refused: `Date` would read
-   * it in the host's `TZ`, so the same setting would mean another instant on another machine.
+   * zone (`2026-01-31T00:00:00Z`, `…+01:00`): {@link parseInstant} with `allowDate`.
    */
   date: z
     .string()
     .optional()
     .transform((v, ctx) => {
       if (v === undefined || v === '') return undefined;
-      const d = ISO_INSTANT.test(v) ? new Date(v) : undefined;
-      if (d === undefined || Number.isNaN(d.getTime())) {
+      const ms = parseInstant(v, { allowDate: true });
+      if (ms === undefined) {
         ctx.addIssue({
           code: 'custom',
           message: `must be an ISO 8601 date (2026-01-31, midnight UTC) or date-time with a time zone (2026-01-31T00:00:00Z) (got "${v}")`,
         });
         return z.NEVER;
       }
-      return d;
+      return new Date(ms);
     }),
   /** An optional absolute URL. */
   url: z

@@ -2,8 +2,10 @@
  * Brownouts (issue 11 item 2): scheduled windows during which the alias layer behaves exactly as after
  * its deletion, so that a legacy client sees what it will see at the sunset — the practice of GitHub's
  * API brownouts. The schedule is `ALIAS_BROWNOUTS`: ISO 8601 time intervals (ISO 8601-1:2019 §5.5),
- * comma-separated, in the forms `<start>/<duration>` and `<start>/<end>`.
+ * comma-separated, in the forms `<start>/<duration>` and `<start>/<end>`; each date-time with its time
+ * zone (the configuration's one instant parser, {@link parseInstant}, without dates alone).
  */
+import { parseInstant } from '../config.ts';
 
 /** One brownout window: `[start, end)` in ms since the epoch. */
 export interface BrownoutWindow {
@@ -18,8 +20,6 @@ export interface BrownoutWindow {
 /** Most windows a schedule may hold (the lookup is linear). */
 export const MAX_BROWNOUT_WINDOWS = 1000;
 
-/** A date-time with a time zone: `2027-01-12T14:00Z`, `2027-01-12T14:00:30.5+01:00`. */
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/;
 /** A duration in weeks, days, hours, minutes, seconds (years and months have no fixed length). */
 const DURATION = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,3})?)S)?)?$/;
 
@@ -35,10 +35,20 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(((((w! * 7 + d!) * 24 + h!) * 60 + min!) * 60 + s!) * 1000);
 }
 
-function parseInstant(text: string): number | undefined {
-  if (!DATE_TIME.test(text)) return undefined;
-  const ms = Date.parse(text);
-  return Number.isNaN(ms) ? undefined : ms;
+/**
+ * A window's edge: a date-time with its time zone (`2027-01-12T14:00Z`, `2027-01-12T14:00:30.1234+01:00`).
+ * A date alone is refused: a window is a range of instants, and an edge is written with its time.
+ */
+function parseEdge(text: string): number | undefined {
+  return parseInstant(text, { allowDate: false });
+}
+
+/** The hint for an edge written as a date alone (`2027-01-12`), or `''`. */
+function dateAlone(edges: readonly string[]): string {
+  const date = edges.find(
+    (edge) => parseInstant(edge, { allowDate: true }) !== undefined && parseEdge(edge) === undefined,
+  );
+  return date === undefined ? '' : ` (${date} is a date alone: write the instant, e.g. ${date}T00:00Z)`;
 }
 
 /**
@@ -60,10 +70,10 @@ export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { 
   }
   for (const entry of entries) {
     const parts = entry.split('/');
-    const start = parts.length === 2 ? parseInstant(parts[0]!) : undefined;
+    const start = parts.length === 2 ? parseEdge(parts[0]!) : undefined;
     if (parts.length !== 2 || start === undefined) {
       problems.push(
-        `"${entry}" is not an interval <start>/<duration> or <start>/<end> with a time zone, such as 2027-01-12T14:00Z/PT1H`,
+        `"${entry}" is not an interval <start>/<duration> or <start>/<end> of date-times with a time zone, such as 2027-01-12T14:00Z/PT1H${dateAlone(parts)}`,
       );
       continue;
     }
@@ -83,9 +93,11 @@ export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { 
       }
       end = start + duration;
     } else {
-      end = parseInstant(second);
+      end = parseEdge(second);
       if (end === undefined) {
-        problems.push(`"${entry}": "${second}" is neither a duration nor a date-time with a time zone`);
+        problems.push(
+          `"${entry}": "${second}" is neither a duration nor a date-time with a time zone${dateAlone([second])}`,
+        );
         continue;
       }
       if (end <= start) {

@@ -54,7 +54,7 @@ export const ALIAS_VARIABLES = {
   ALIAS_DEPRECATED_AT: {
     schema: parsers.date,
     meaning:
-      'Date the aliases were deprecated, ISO 8601 (`2026-01-01`, midnight UTC, or `2026-01-01T00:00:00Z`; a date-time needs its time zone): `Deprecation: @<epoch seconds>` (RFC 9745) on responses to requests that used an alias. Must not be later than `ALIAS_SUNSET_AT`.',
+      'Date the aliases were deprecated, ISO 8601 (`2026-01-01`, midnight UTC, or `2026-01-01T00:00:00Z`; a date-time needs its time zone, its seconds and their fraction are optional): `Deprecation: @<epoch seconds>` (RFC 9745) on responses to requests that used an alias. Must not be later than `ALIAS_SUNSET_AT`.',
   },
   ALIAS_SUNSET_AT: {
     schema: parsers.date,
@@ -81,7 +81,7 @@ export const ALIAS_VARIABLES = {
       return result.windows;
     }),
     meaning:
-      'Comma-separated ISO 8601 intervals, `start/duration` (`2027-01-12T14:00Z/PT1H`) or `start/end`, with a time zone, during which the layer behaves as if deleted: no rewrites, no patches; requests that used an alias get `Warning: 299 - "… browned out …"` and `brownout: true` in the log. Windows must not overlap; durations are days, hours, minutes, seconds (`P1D`, `PT30M`), never zero.',
+      'Comma-separated ISO 8601 intervals, `start/duration` (`2027-01-12T14:00Z/PT1H`) or `start/end`, each start and end a date-time with its time zone (seconds and their fraction optional; a date alone such as `2027-01-12` is refused: a window is a range of instants, write `2027-01-12T00:00Z`), during which the layer behaves as if deleted: no rewrites, no patches; requests that used an alias get `Warning: 299 - "… browned out …"` and `brownout: true` in the log. Windows must not overlap; durations are days, hours, minutes, seconds (`P1D`, `PT30M`), never zero.',
   },
   CONSUMER_HEADER: {
     schema: parsers.optionalHeaderName,

@@ -17,6 +17,7 @@ import {
   nearMiss,
   type PluginDefinition,
   parseByteSize,
+  parseInstant,
   parsers,
   renderConfigurationDoc,
   unknownVariableWarnings,
@@ -306,6 +307,29 @@ describe('parseByteSize', () => {
     ['99999999999gb', undefined],
   ])('%j → %s', (text, bytes) => {
     expect(parseByteSize(text)).toBe(bytes);
+  });
+});
+
+describe('parseInstant: the one ISO 8601 instant parser', () => {
+  it.each<[string, number | undefined, number | undefined]>([
+    // text, with allowDate, without
+    ['2027-01-12', Date.UTC(2027, 0, 12), undefined],
+    ['2027-01-12T14:00Z', Date.UTC(2027, 0, 12, 14), Date.UTC(2027, 0, 12, 14)],
+    ['2027-01-12T14:00:00.1234Z', Date.UTC(2027, 0, 12, 14, 0, 0, 123), Date.UTC(2027, 0, 12, 14, 0, 0, 123)],
+    [
+      '2027-01-12T15:00:30.5+01:00',
+      Date.UTC(2027, 0, 12, 14, 0, 30, 500),
+      Date.UTC(2027, 0, 12, 14, 0, 30, 500),
+    ],
+    ['2027-01-12t14:00z', Date.UTC(2027, 0, 12, 14), Date.UTC(2027, 0, 12, 14)],
+    // A date-time without its zone would be read in the host's TZ.
+    ['2027-01-12T14:00', undefined, undefined],
+    ['2027-01-12T14:00:60Z', undefined, undefined],
+    ['Jan 12 2027', undefined, undefined],
+    ['', undefined, undefined],
+  ])('%j', (text, withDate, withoutDate) => {
+    expect(parseInstant(text, { allowDate: true })).toBe(withDate);
+    expect(parseInstant(text, { allowDate: false })).toBe(withoutDate);
   });
 });
 

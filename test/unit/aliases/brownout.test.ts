@@ -58,13 +58,19 @@ describe('parseBrownouts', () => {
     expect(windowsOf('2027-01-12T15:00:00+01:00/PT1H')[0]!.start).toBe(at('2027-01-12T14:00Z'));
   });
 
+  it('accepts any number of fraction digits and a lower-case t and z (RFC 3339 §5.6)', () => {
+    expect(windowsOf('2027-01-12T14:00:00.1234Z/PT1H')[0]!.start).toBe(at('2027-01-12T14:00:00.123Z'));
+    expect(windowsOf('2027-01-12t14:00z/PT1H')[0]!.start).toBe(at('2027-01-12T14:00Z'));
+  });
+
   it('accepts windows that touch', () => {
     expect(windowsOf('2027-01-12T14:00Z/PT1H,2027-01-12T15:00Z/PT1H')).toHaveLength(2);
   });
 
   it.each<[string, RegExp]>([
     ['2027-01-12T14:00Z', /not an interval/],
-    ['2027-01-12/PT1H', /not an interval/], // no time, no zone
+    ['2027-01-12/PT1H', /not an interval.*2027-01-12 is a date alone/], // a date is no instant here
+    ['2027-01-12T14:00Z/2027-01-13', /neither a duration nor a date-time.*2027-01-13 is a date alone/],
     ['2027-01-12T14:00/PT1H', /not an interval/], // no zone
     ['2027-01-12T14:00Z/PT0S', /must be positive/],
     ['2027-01-12T14:00Z/P1M', /not a duration/],

@@ -108,8 +108,31 @@ describe('dates: ISO 8601, the same instant on every host', () => {
     ['2026-01-01T00:00:00Z', Date.UTC(2026, 0, 1)],
     ['2026-01-01T01:00+01:00', Date.UTC(2026, 0, 1)],
     ['2026-01-01T00:00:00.500Z', Date.UTC(2026, 0, 1, 0, 0, 0, 500)],
+    // Any number of fraction digits, as in ALIAS_BROWNOUTS (milliseconds kept).
+    ['2026-01-01T00:00:00.1234Z', Date.UTC(2026, 0, 1, 0, 0, 0, 123)],
   ])('%s', (text, epochMs) => {
     expect(settingsOf({ ALIAS_DEPRECATED_AT: text }).deprecatedAt?.getTime()).toBe(epochMs);
+    expect(settingsOf({ ALIAS_SUNSET_AT: text }).sunsetAt?.getTime()).toBe(epochMs);
+  });
+});
+
+describe('ALIAS_BROWNOUTS reads its edges with the same parser, without dates alone', () => {
+  it('accepts a date-time with any number of fraction digits, as ALIAS_SUNSET_AT does', () => {
+    const text = '2027-01-12T14:00:00.1234Z';
+    expect(settingsOf({ ALIAS_BROWNOUTS: `${text}/PT1H` }).brownouts?.[0]?.start).toBe(
+      settingsOf({ ALIAS_SUNSET_AT: text }).sunsetAt?.getTime(),
+    );
+  });
+
+  it('refuses a date alone, which ALIAS_SUNSET_AT accepts as midnight UTC', () => {
+    expect(settingsOf({ ALIAS_SUNSET_AT: '2027-01-12' }).sunsetAt?.getTime()).toBe(Date.UTC(2027, 0, 12));
+    for (const schedule of ['2027-01-12/PT1H', '2027-01-12T14:00Z/2027-01-13']) {
+      const problems = problemsOf({ ALIAS_BROWNOUTS: schedule });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(
+        /^ALIAS_BROWNOUTS: .*is a date alone: write the instant, e\.g\. 2027-01-1[23]T00:00Z/,
+      );
+    }
   });
 });
 
