@@ -255,6 +255,12 @@ export function createAliasLayer(
         }
         exchange.logFields.aliasesAdded = ++added;
       };
+      // A failure of the shim's scanner, not of the upstream's JSON: logged at error, apart from the skip.
+      const onScanFailure = (err: Error) =>
+        context.logger.error(
+          { err, path: exchange.path },
+          'the JSON scanner failed; the response passes unpatched',
+        );
       const bodiless = exchange.method === 'HEAD';
       const inm = exchange.headers['if-none-match'];
       const ifNoneMatch = Array.isArray(inm) ? inm.join(', ') : inm;
@@ -271,7 +277,7 @@ export function createAliasLayer(
           const patched =
             isJsonMediaType(contentType) || ((bodiless || status === 304) && contentType === undefined);
           if (!patched) return undefined;
-          return createJsonPatch(pairs, { maxValueBytes, budget: context.budget, onInsert });
+          return createJsonPatch(pairs, { maxValueBytes, budget: context.budget, onInsert, onScanFailure });
         },
       };
       const route = routes.match(exchange.method, exchange.path);

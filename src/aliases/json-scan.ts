@@ -32,6 +32,11 @@ export interface ScanError {
   readonly offset: number;
   /** What is wrong, e.g. `expected ',' or '}' but found 'x'`. */
   readonly message: string;
+  /**
+   * Set when the scanner itself failed ({@link SCAN_FAILED}: a WebAssembly trap, a bug or resource
+   * failure in the shim), with what was thrown: the text was not judged, it is not known to be invalid.
+   */
+  readonly failure?: Error;
 }
 
 /**
@@ -110,7 +115,8 @@ export class KeyNames {
  *   when the text turns out invalid later, so a caller must discard its work on an error.
  * @param maxDepth Deepest object whose members are reported (1 = top-level object only; `Infinity` =
  *   every object). Deeper text is still validated, down to {@link MAX_SCAN_NESTING} levels.
- * @returns `undefined` for a valid text, otherwise the first error with its byte offset. Never throws
+ * @returns `undefined` for a valid text, otherwise the first error with its byte offset (with
+ *   `failure` when the scanner itself failed: the text was not judged). Never throws
  *   (unless the handler does).
  * @example
  * scanJson(Buffer.from('{"tags":[1]}'), new KeyNames(['tags']), handler, 1); // onKey(1,0,1,7), onValue(1,11), onObjectEnd(1,11)
@@ -205,8 +211,13 @@ export const SCAN_INVALID = 1;
 export const SCAN_TOO_DEEP = 2;
 /** A handler method returned `false`. */
 export const SCAN_STOPPED = 3;
-/** One of {@link SCAN_OK}, {@link SCAN_INVALID}, {@link SCAN_TOO_DEEP}, {@link SCAN_STOPPED}. */
-export type ScanStatus = 0 | 1 | 2 | 3;
+/**
+ * The scanner failed (a WebAssembly trap: a bug in json-scan.c or a resource failure), not the text;
+ * {@link JsonStreamScanner.error} has the `failure`. A shim error, never to be reported as invalid JSON.
+ */
+export const SCAN_FAILED = 4;
+/** One of {@link SCAN_OK}, {@link SCAN_INVALID}, {@link SCAN_TOO_DEEP}, {@link SCAN_STOPPED}, {@link SCAN_FAILED}. */
+export type ScanStatus = 0 | 1 | 2 | 3 | 4;
 
 /**
  * Deepest nesting any scanner accepts (arrays and objects; 1 MiB levels): the nesting stack, one byte per
@@ -329,6 +340,28 @@ interface Engine {
 }
 
 let engine: Engine | undefined;
+/** What the next WebAssembly call throws instead of scanning ({@link injectScanFailure}), or `undefined`. */
+let injectedFailure: Error | undefined;
+
+/**
+ * Test seam: the next scan call into the WebAssembly instance throws `failure` instead of running, as a
+ * trap would; later calls run normally. For the tests of how a scanner failure is reported
+ * ({@link SCAN_FAILED}); nothing in `src/` calls it.
+ * @param failure What the call throws, e.g. `new WebAssembly.RuntimeError('unreachable')`.
+ */
+export function injectScanFailure(failure: Error): void {
+  injectedFailure = failure;
+}
+
+/** Runs one scan call, or throws the {@link injectScanFailure injected failure}. */
+function scanCall(e: Engine, from: number, n: number, utf8From: number, utf8To: number): number {
+  if (injectedFailure !== undefined) {
+    const failure = injectedFailure;
+    injectedFailure = undefined;
+    throw failure;
+  }
+  return e.scan(from, n, utf8From, utf8To);
+}
 /** The scanner whose state is in the instance's memory. */
 let owner: JsonStreamScanner | undefined;
 /** Dispatches under way (a handler may run another scanner), and a copy buffer for each level. */
@@ -416,7 +449,7 @@ function refresh(e: Engine): void {
  * bytes of a key cut by a chunk's end).
  */
 export class JsonStreamScanner {
-  /** The first error, once {@link write} or {@link end} returned {@link SCAN_INVALID} or {@link SCAN_TOO_DEEP}. */
+  /** The first error, once {@link write} or {@link end} returned {@link SCAN_INVALID}, {@link SCAN_TOO_DEEP} or {@link SCAN_FAILED}. */
   error: ScanError | undefined;
   readonly #names: KeyNames;
   /** The C state while another scanner owns the instance. */
@@ -464,18 +497,21 @@ export class JsonStreamScanner {
       for (;;) {
         let status: number;
         try {
-          status = e.scan(from, n, utf8From, utf8To);
+          status = scanCall(e, from, n, utf8From, utf8To);
         } catch (err) {
-          // A trap (a bug in json-scan.c; WebAssembly cannot corrupt memory outside its instance): this
-          // text is given up as not scanned, and a fresh instance serves the next scanner. The others
-          // keep their state: theirs was saved when this one took its turn.
+          // A trap (a bug in json-scan.c, or a resource failure; WebAssembly cannot corrupt memory
+          // outside its instance): this text is given up as not scanned — a failure of the shim, not
+          // invalid JSON — and a fresh instance serves the next scanner. The others keep their state:
+          // theirs was saved when this one took its turn.
           engine = undefined;
           owner = undefined;
+          const failure = err instanceof Error ? err : new Error(String(err));
           this.error = {
             offset: windowBase + from,
-            message: `the JSON scanner failed: ${(err as Error).message}`,
+            message: `the JSON scanner failed: ${failure.message}`,
+            failure,
           };
-          return this.#finish(SCAN_INVALID);
+          return this.#finish(SCAN_FAILED);
         }
         refresh(e);
         const result = e.result >> 2;

@@ -8,6 +8,7 @@ import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from 
 import {
   JsonStreamScanner,
   KeyNames,
+  SCAN_FAILED,
   SCAN_INVALID,
   SCAN_OK,
   SCAN_TOO_DEEP,
@@ -27,9 +28,22 @@ export interface JsonPatchOptions {
   budget?: BufferBudget;
   /** Called once per inserted member, as it is emitted. */
   onInsert?(canonical: string, alias: string): void;
+  /**
+   * Called when the JSON scanner itself failed (a WebAssembly trap: a bug or resource failure in the
+   * shim, not in the body), with what it threw; the rest of the body passes unpatched
+   * (`skipped`/{@link SCANNER_FAILED}). The alias layer logs it at `error`.
+   */
+  onScanFailure?(failure: Error): void;
   /** Deepest nesting of arrays and objects patched (default {@link MAX_NESTING}); deeper: `skipped`/`too_deep`. */
   maxNesting?: number;
 }
+
+/**
+ * The skip reason of a scanner failure. `invalid_json` until the core's `PatchSkipReason`
+ * (src/proxy/types.ts) has `scanner_failed`; {@link JsonPatchOptions.onScanFailure} tells it apart
+ * meanwhile.
+ */
+const SCANNER_FAILED: PatchSkipReason = 'invalid_json';
 
 /** Default of {@link JsonPatchOptions.maxValueBytes} for {@link patchJson} (1 MiB, as `MAX_PATCH_VALUE`). */
 export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
@@ -196,6 +210,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   readonly #maxFrames: number;
   readonly #budget: BufferBudget | undefined;
   readonly #onInsert: ((canonical: string, alias: string) => void) | undefined;
+  readonly #onScanFailure: ((failure: Error) => void) | undefined;
   /** For {@link patchJson}: each insertion with its offset in the upstream body. */
   readonly #onInsertion: ((insertion: PatchInsertion) => void) | undefined;
   readonly #scanner: JsonStreamScanner;
@@ -250,6 +265,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     this.#maxFrames = Math.max(MIN_FRAMES, Math.floor(options.maxValueBytes / FRAME_BYTES));
     this.#budget = options.budget;
     this.#onInsert = options.onInsert;
+    this.#onScanFailure = options.onScanFailure;
     this.#onInsertion = onInsertion;
     this.#scanner = new JsonStreamScanner(compiled.names, options.maxNesting ?? MAX_NESTING);
     this.#stride = F_SLOTS + 2 * compiled.pairs.length;
@@ -271,7 +287,10 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     const status = this.#scanner.write(chunk, this);
     if (status === SCAN_INVALID) this.#skip('invalid_json');
     else if (status === SCAN_TOO_DEEP) this.#skip('too_deep');
-    else if (status === SCAN_OK) {
+    else if (status === SCAN_FAILED) {
+      this.#skip(SCANNER_FAILED);
+      this.#onScanFailure?.(this.#scanner.error!.failure!);
+    } else if (status === SCAN_OK) {
       // What of this chunk is still needed is held before the chunk goes (a skip lets the rest pass).
       const held = this.#pendingSlot < 0 || this.#holdPending();
       if (held && this.#recording > 0) this.#record(chunk.length);
@@ -561,7 +580,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
  *
  * The body is validated as it goes, strictly ({@link JsonStreamScanner}: RFC 8259, UTF-8, no byte
  * order mark). From the first invalid byte on nothing more is inserted and the rest passes verbatim
- * (`skipped`/`invalid_json`); JSON is never "repaired". Also `skipped`, from the point where it
+ * (`skipped`/`invalid_json`); JSON is never "repaired". A failure of the scanner itself (a WebAssembly
+ * trap) stops patching the same way and is handed to `onScanFailure`. Also `skipped`, from the point where it
  * happens: `value_too_large` (held copies over `maxValueBytes`), `budget_exhausted` (the budget refused),
  * `too_deep` (nesting over `maxNesting`; objects with canonical or alias members nested more than
  * `maxValueBytes /` {@link FRAME_BYTES} (at least {@link MIN_FRAMES}) deep; or copies of nested

@@ -64,6 +64,8 @@ interface Edit {
  * @returns `{ body, aliasesUsed }` — `body` is the same Buffer when nothing changed.
  * @throws {ShimError} reason `body` (400) when the body is not UTF-8 JSON; the message names the problem
  *   and its byte offset.
+ * @throws {Error} (not a ShimError: the core answers 500 and logs it at `error`) when the JSON scanner
+ *   itself failed (a WebAssembly trap), with the trap as `cause`: the body was not judged.
  * @example
  * rewriteBody([{ canonical: 'metadata', alias: 'tags' }], Buffer.from('{"tags":{"a":1.50}}'));
  * // → { body: <'{"metadata":{"a":1.50}}'>, aliasesUsed: ['tags'] }
@@ -81,6 +83,10 @@ export function rewriteBody(renames: readonly AliasRename[], body: Buffer): Body
     onObjectEnd() {},
   };
   const error = scanJson(body, names, handler, 1);
+  if (error?.failure !== undefined) {
+    // The shim failed, not the client: a plain Error, which the core answers with 500 and logs at error.
+    throw new Error(`rewriting the request body: ${error.message}`, { cause: error.failure });
+  }
   if (error !== undefined) {
     throw new ShimError(
       'body',

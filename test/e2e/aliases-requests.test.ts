@@ -10,6 +10,7 @@
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { injectScanFailure } from '../../src/aliases/json-scan.ts';
 import { type Reply, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
@@ -318,6 +319,19 @@ describe('what reaches the upstream (raw upstream)', () => {
       expect(error.error).toBe('Bad Request');
       expect(error.message).toMatch(/^Request body is not valid JSON/);
       expect(raw.connections()).toBe(connections);
+    });
+
+    it('a failure of the JSON scanner (a WebAssembly trap) → 500 logged at error, not a 400; nothing forwarded', async () => {
+      injectScanFailure(new Error('unreachable'));
+      const reply = await postJson(stack.url, '/missions', '{"tags":{"a":1}}');
+      expect(reply.status).toBe(500);
+      expect(reply.json().message).toBe('The proxy failed unexpectedly; the error was logged.');
+      expect(raw.connections()).toBe(connections);
+      const logged = stack.logs().find((l) => l.msg === 'unexpected error in the request pipeline');
+      expect(logged).toMatchObject({
+        level: 50,
+        err: { message: expect.stringMatching(/the JSON scanner failed: unreachable/) },
+      });
     });
 
     it('a body over MAX_REWRITE_BODY → 413 (declared length), nothing forwarded', async () => {

@@ -5,6 +5,7 @@ import { SemVer } from 'semver';
 import { describe, expect, it } from 'vitest';
 import type { AliasSettings } from '../../../src/aliases/config.ts';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
+import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import type { BufferBudget, Exchange, ExchangeHooks, ResponsePatch } from '../../../src/proxy/types.ts';
 
@@ -287,6 +288,24 @@ describe('createAliasLayer — response patches', () => {
       outcome: { kind: 'skipped', reason: 'value_too_large' },
       body: '[{"metadata":[1],"tags":[1]},{"metadata":"0123456789"}]',
     });
+  });
+
+  it('logs a failure of the JSON scanner at error; the response passes unpatched', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const settings: AliasSettings = {
+      enabled: true,
+      sunsetVersion: new SemVer('1.0.0'),
+      consumerTableSize: 1000,
+      maxPatchValue: 1 << 20,
+    };
+    const plugin = createAliasLayer(settings, { logger, registry: new Registry(), budget });
+    const { exchangeOf } = setup();
+    const patch = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req)).onResponse!(200, JSON_TYPE)!;
+    injectScanFailure(new Error('unreachable'));
+    expect(run(patch, '[{"metadata":1}]').body).toBe('[{"metadata":1}]');
+    const failure = lines.find((l) => l.msg === 'the JSON scanner failed; the response passes unpatched');
+    expect(failure).toMatchObject({ level: 50, path: '/missions', err: { message: 'unreachable' } });
   });
 
   it('patches JSON responses of any status', () => {

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
+  injectScanFailure,
   JsonStreamScanner,
   KeyNames,
   MAX_KEY_NAME_BYTES,
   MAX_KEY_NAMES,
   MAX_SCAN_NESTING,
+  SCAN_FAILED,
   SCAN_INVALID,
   SCAN_OK,
   SCAN_STOPPED,
@@ -659,5 +661,31 @@ describe('JsonStreamScanner — the compact path (no whitespace between tokens) 
         expect(scanCut(bad, everyByte(bad), names)).toEqual(result);
       }
     }
+  });
+});
+
+describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JSON', () => {
+  const none: StreamScanHandler = { onMember: () => true, onValue: () => true, onObjectEnd: () => true };
+
+  it('is SCAN_FAILED with the trap as `failure`; the next scanner runs on a fresh instance', () => {
+    const trap = new Error('unreachable');
+    injectScanFailure(trap);
+    const scanner = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+    expect(scanner.write(Buffer.from('{"tags":1}'), none)).toBe(SCAN_FAILED);
+    expect(scanner.error).toEqual({
+      offset: 0,
+      message: 'the JSON scanner failed: unreachable',
+      failure: trap,
+    });
+    // Spent: later chunks are ignored.
+    expect(scanner.write(Buffer.from('}'), none)).toBe(SCAN_OK);
+    expect(record('{"tags":1}', ['tags']).events).toEqual(['key 1 tags 1-7', 'value 1 9', 'end 1 9']);
+  });
+
+  it('scanJson reports it with `failure`, which no invalid text has', () => {
+    const trap = new Error('out of memory');
+    injectScanFailure(trap);
+    expect(errorOf('{}')?.failure).toBe(trap);
+    expect(errorOf('{')?.failure).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GROWTH_SLACK, patchJson } from '../../../src/aliases/patch-json.ts';
+import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
+import { createJsonPatch, GROWTH_SLACK, patchJson } from '../../../src/aliases/patch-json.ts';
 import { ALIAS_TABLE, responsePairs } from '../../../src/aliases/table.ts';
 import { addAliases, cutInserted, random, serialize, treeArbitrary } from './helpers.ts';
 
@@ -289,5 +290,24 @@ describe('patchJson — properties', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('patchJson — a failure of the JSON scanner', () => {
+  it('stops patching, passes the rest verbatim and calls onScanFailure with the trap', () => {
+    const failures: Error[] = [];
+    const patch = createJsonPatch(responsePairs(), {
+      maxValueBytes: 1024,
+      onScanFailure: (failure) => failures.push(failure),
+    });
+    expect(patch.write(Buffer.from('[{"metadata":1}')).toString()).toBe('[{"metadata":1,"tags":1}');
+    const trap = new Error('unreachable');
+    injectScanFailure(trap);
+    const rest = Buffer.from(',{"metadata":2}]');
+    expect(patch.write(rest)).toBe(rest);
+    expect(patch.end().length).toBe(0);
+    expect(failures).toEqual([trap]);
+    // `invalid_json` until the core's PatchSkipReason has `scanner_failed` (src/aliases/patch-json.ts).
+    expect(patch.outcome).toEqual({ kind: 'skipped', reason: 'invalid_json' });
   });
 });

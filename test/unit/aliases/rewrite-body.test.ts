@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import { rewriteBody } from '../../../src/aliases/rewrite-body.ts';
 import { compileRoutes } from '../../../src/aliases/route-match.ts';
 import { ALIAS_TABLE, type AliasRename } from '../../../src/aliases/table.ts';
@@ -223,5 +224,24 @@ describe('rewriteBody — properties', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('rewriteBody — a failure of the JSON scanner is the shim’s, not the client’s', () => {
+  it('throws a plain Error (the core answers 500 and logs it at error), not the 400 ShimError', () => {
+    const trap = new Error('unreachable');
+    injectScanFailure(trap);
+    let thrown: unknown;
+    try {
+      rewrite('{"tags":1}');
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(Error);
+    expect(thrown).not.toBeInstanceOf(ShimError);
+    expect((thrown as Error).message).toMatch(/the JSON scanner failed: unreachable/);
+    expect((thrown as Error).cause).toBe(trap);
+    // The next body is scanned as usual.
+    expect(rewrite('{"tags":1}').text).toBe('{"metadata":1}');
   });
 });
