@@ -7,13 +7,14 @@ import { ownsMemory } from '../proxy/body-pump.ts';
 import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../proxy/types.ts';
 import {
   JsonStreamScanner,
-  KeyNames,
+  type KeyNames,
   SCAN_FAILED,
   SCAN_INVALID,
   SCAN_OK,
   SCAN_TOO_DEEP,
   type StreamScanHandler,
 } from './json-scan.ts';
+import { isAlias, pairOf, renameKeyNames } from './rename-names.ts';
 import type { AliasRename } from './table.ts';
 
 /** Options of {@link createJsonPatch} and {@link patchJson}. */
@@ -75,15 +76,21 @@ interface Compiled {
   readonly prefixes: readonly Buffer[];
 }
 
+/**
+ * Most pairs a patch handles: a frame's alias mask has one bit per pair (`1 << pair`, so 32 at the very
+ * most), and 30 bits keep it a small integer on every V8 build (a Smi is 31 bits signed where pointers
+ * are compressed: bits 0–29), so that `#frames` stays an array of small integers on the per-member path.
+ */
+const MAX_PAIRS = 30;
+
 const compiledCache = new WeakMap<readonly AliasRename[], Compiled>();
 
 function compile(pairs: readonly AliasRename[]): Compiled {
   let compiled = compiledCache.get(pairs);
   if (compiled === undefined) {
-    if (pairs.length > 30) throw new Error('patchJson supports at most 30 alias pairs');
+    if (pairs.length > MAX_PAIRS) throw new Error(`patchJson supports at most ${MAX_PAIRS} alias pairs`);
     compiled = {
-      // Name 2k is the canonical of pair k, 2k+1 its alias.
-      names: new KeyNames(pairs.flatMap((p) => [p.canonical, p.alias])),
+      names: renameKeyNames(pairs),
       pairs,
       prefixes: pairs.map((p) => Buffer.from(`,${JSON.stringify(p.alias)}:`, 'utf8')),
     };
@@ -355,14 +362,14 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       frames.push(depth, 0, this.#holdLength);
       for (let k = F_SLOTS; k < stride; k++) frames.push(-1);
     }
-    if ((name & 1) === 1) {
-      frames[frame + F_ALIAS_MASK] = frames[frame + F_ALIAS_MASK]! | (1 << (name >> 1));
+    if (isAlias(name)) {
+      frames[frame + F_ALIAS_MASK] = frames[frame + F_ALIAS_MASK]! | (1 << pairOf(name));
       this.#members.push(name, -1);
       return true;
     }
     if (this.#recording === 0) {
       // A repeated canonical key replaces the copy; drop the old one when it is the last held.
-      const slot = frame + F_SLOTS + name; // name = 2 × pair
+      const slot = frame + F_SLOTS + 2 * pairOf(name);
       if (frames[slot + 1] === this.#holdLength && frames[slot]! >= 0) this.#holdLength = frames[slot]!;
       this.#recordFrom = valueStart - this.#chunkBase;
     } else if (!this.#record(valueStart - this.#chunkBase)) {
@@ -377,8 +384,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     const members = this.#members;
     const holdStart = members.pop()!;
     const name = members.pop()!;
-    if ((name & 1) === 1) return true;
-    const slot = this.#frames.length - this.#stride + F_SLOTS + name; // name = 2 × pair
+    if (isAlias(name)) return true;
+    const slot = this.#frames.length - this.#stride + F_SLOTS + 2 * pairOf(name);
     const end = valueEnd - this.#chunkBase;
     if (this.#recording === 1 && this.#holdLength === holdStart) {
       // The whole value lies in this chunk and holds no insertion: copied from the chunk when its
@@ -588,14 +595,14 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
  * canonical values outgrowing the body by {@link GROWTH_SLACK}). Pieces inserted before that point stay. A top-level scalar, a body without
  * canonical keys, and an empty body pass byte for byte as `unchanged`.
  *
- * @param pairs Canonical/alias pairs (alias table, `response` rows), at most 30. Compiled once per array.
+ * @param pairs Canonical/alias pairs (alias table, `response` rows), at most 30 (`MAX_PAIRS`). Compiled once per array.
  * @param options See {@link JsonPatchOptions}.
  * @returns A {@link ResponsePatch}: `write` returns the patched bytes of a chunk (the patch writes
  *   into that memory again only after `recycle` gave it back), `end` an empty buffer (nothing is held
  *   back); neither throws. `destroy` releases the budget. Memory: the held copies (≤ `maxValueBytes`),
  *   one output buffer kept for reuse (≤ {@link MAX_SPARE_OUTPUT}, reserved from the budget too; when
  *   the budget refuses it is simply not kept), and one byte per nesting level.
- * @throws {Error} when `pairs` has more than 30 pairs.
+ * @throws {Error} when `pairs` has more than 30 pairs (`MAX_PAIRS`: one bit each in a small-integer mask).
  * @example
  * const patch = createJsonPatch(responsePairs(), { maxValueBytes: 1 << 20 });
  * patch.write(Buffer.from('[{"metadata":{"a":1.')); // → the chunk itself

@@ -3,7 +3,14 @@
  * bytes in place (SPEC §5; service document part 9, rule 1: the canonical field wins).
  */
 import { ShimError } from '../proxy/errors.ts';
-import { KeyNames, type ScanHandler, scanJson, skipWhitespace, skipWhitespaceBack } from './json-scan.ts';
+import {
+  type KeyNames,
+  type ScanHandler,
+  scanJson,
+  skipWhitespace,
+  skipWhitespaceBack,
+} from './json-scan.ts';
+import { isAlias, pairOf, renameKeyNames } from './rename-names.ts';
 import type { AliasRename } from './table.ts';
 
 /** Result of {@link rewriteBody}. */
@@ -26,7 +33,7 @@ function compile(renames: readonly AliasRename[]): Compiled {
   let compiled = compiledCache.get(renames);
   if (compiled === undefined) {
     compiled = {
-      names: new KeyNames(renames.flatMap((r) => [r.canonical, r.alias])),
+      names: renameKeyNames(renames),
       canonicalTokens: renames.map((r) => Buffer.from(JSON.stringify(r.canonical), 'utf8')),
     };
     compiledCache.set(renames, compiled);
@@ -34,7 +41,7 @@ function compile(renames: readonly AliasRename[]): Compiled {
   return compiled;
 }
 
-/** A reported top-level member: index into the compiled names (2k = canonical, 2k+1 = alias of rename k). */
+/** A reported top-level member: `name` is its index in the compiled names ({@link renameKeyNames}). */
 interface Member {
   readonly name: number;
   readonly keyStart: number;
@@ -105,8 +112,9 @@ export function rewriteBody(renames: readonly AliasRename[], body: Buffer): Body
     let lastAlias = -1;
     for (let m = 0; m < members.length; m++) {
       const name = members[m]!.name;
-      if (name === 2 * k) canonicalPresent = true;
-      else if (name === 2 * k + 1) {
+      if (pairOf(name) !== k) continue;
+      if (!isAlias(name)) canonicalPresent = true;
+      else {
         if (lastAlias >= 0) removed[lastAlias] = 1;
         lastAlias = m;
       }
