@@ -6,6 +6,7 @@
  * zone (the configuration's one instant parser, {@link parseInstant}, without dates alone).
  */
 import { parseInstant } from '../config.ts';
+import { warningText } from './deprecation.ts';
 
 /** One brownout window: `[start, end)` in ms since the epoch. */
 export interface BrownoutWindow {
@@ -143,8 +144,7 @@ export function brownoutWarning(
   window: BrownoutWindow,
   docsUrl?: string,
 ): string {
-  const text = (s: string) => s.replace(/[^\x20-\x7e]|["\\]/g, '');
-  const names = aliases.map(text).join(', ');
-  const docs = docsUrl === undefined ? '' : `, see ${text(docsUrl)}`;
+  const names = aliases.map(warningText).join(', ');
+  const docs = docsUrl === undefined ? '' : `, see ${warningText(docsUrl)}`;
   return `299 - "${names}: aliases are browned out until ${new Date(window.end).toISOString()} (rehearsal of their removal); use the canonical names${docs}"`;
 }

@@ -10,6 +10,15 @@ import type { AliasSettings } from './config.ts';
 export const WARNING_BUDGET = 4096;
 
 /**
+ * Text made safe inside a `Warning` value's quoted string (RFC 9111 §5.5; qdtext, RFC 9110 §5.6.4):
+ * only visible ASCII and space are kept, and `"` and `\` are dropped rather than escaped.
+ * @example warningText('t"ags\n') // → 'tags'
+ */
+export function warningText(text: string): string {
+  return text.replace(/[^\x20-\x7e]|["\\]/g, '');
+}
+
+/**
  * The `Warning` value for one alias (RFC 9111 §5.5 syntax: code 299 "miscellaneous persistent warning",
  * agent `-`, quoted text).
  * @example
@@ -17,8 +26,7 @@ export const WARNING_BUDGET = 4096;
  */
 export function aliasWarning(alias: string, canonical: string): string {
   // Names come from the alias table; keep the quoted-string valid whatever a future row holds.
-  const text = (name: string) => name.replace(/[^\x20-\x7e]|["\\]/g, '');
-  return `299 - "${text(alias)} is deprecated; use ${text(canonical)}"`;
+  return `299 - "${warningText(alias)} is deprecated; use ${warningText(canonical)}"`;
 }
 
 /**

@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { aliasWarning, deprecationHeaders } from '../../../src/aliases/deprecation.ts';
+import { aliasWarning, deprecationHeaders, warningText } from '../../../src/aliases/deprecation.ts';
+
+describe('warningText', () => {
+  it.each([
+    ['tags', 'tags'],
+    ['t"a\\gs', 'tags'],
+    ['tä\u0000g\r\ns', 'tgs'],
+    ['https://example.com/a b', 'https://example.com/a b'],
+  ])('%j → %j', (text, safe) => {
+    expect(warningText(text)).toBe(safe);
+  });
+});
 
 describe('aliasWarning', () => {
   it('has the Kubernetes form', () => {
