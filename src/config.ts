@@ -142,6 +142,9 @@ function isOrigin(text: string): boolean {
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
 }
 
+/** Default of `API_KEY_HEADER`: the header carrying an API key (lower case, as Node names headers). */
+export const DEFAULT_API_KEY_HEADER = 'x-api-key';
+
 const port = (fallback: number) =>
   parsers
     .str(String(fallback))
@@ -291,9 +294,10 @@ export interface PluginConfigSchema<S> {
   /**
    * Builds the settings from the values (all valid), pushing one line per cross-variable problem
    * (`NAME: what is wrong`) to `problems`. `core` holds the core's parsed values by variable name
-   * (read-only; a plugin may check its values against them).
+   * (read-only; a plugin may check its values against them); a core variable that is itself invalid
+   * is absent (its problem is already reported).
    */
-  build(values: Record<string, unknown>, problems: string[], core: Readonly<Record<string, unknown>>): S;
+  build(values: Record<string, unknown>, problems: string[], core: CoreValues): S;
 }
 
 /**
@@ -401,8 +405,8 @@ export const CORE_VARIABLES = {
       "Comma-separated origins (`https://app.example`) whose pages may read the shim's own JSON responses (401, 426, the other 4xx, 500, 502, 503, 504): for a request whose `Origin` is listed, they carry `Access-Control-Allow-Origin: <origin>`, `Access-Control-Allow-Credentials: true` and `Access-Control-Expose-Headers` naming their other headers (`Service-Version`, `Warning`, `Retry-After`), and, while it is set, every shim-made response carries `Vary: Origin`. Without it a browser client sees a network error instead of the 401 that tells it to log in. The upstream's responses are untouched: it owns the CORS policy, and preflights go to it unchecked; list the origins it allows. Unset: none. The refusals the HTTP server writes itself (a malformed or oversized head: 400, 431; a head not received in time: 408; upgrades and CONNECT) carry no CORS headers: the request's `Origin` is not known there, so a page sees them as network errors.",
   },
   API_KEY_HEADER: {
-    schema: parsers.headerName('x-api-key'),
-    default: 'x-api-key',
+    schema: parsers.headerName(DEFAULT_API_KEY_HEADER),
+    default: DEFAULT_API_KEY_HEADER,
     meaning:
       'Header carrying an API key; any non-empty value is a credential (the upstream verifies it). Its value is redacted from logs.',
   },
@@ -478,6 +482,9 @@ export const CORE_VARIABLES = {
       'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. The request log is at `info` (`error` for 5xx).',
   },
 } satisfies VariableSpecs;
+
+/** The core's parsed values by variable name, as a plugin's {@link PluginConfigSchema.build} sees them. */
+export type CoreValues = Readonly<Partial<ParsedValues<typeof CORE_VARIABLES>>>;
 
 /** Names of the core's environment variables (plugins add theirs: {@link configVariables}). */
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(CORE_VARIABLES));

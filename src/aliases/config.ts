@@ -6,7 +6,13 @@
  */
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
-import { type ParsedValues, type PluginConfigSchema, parsers, type VariableSpecs } from '../config.ts';
+import {
+  DEFAULT_API_KEY_HEADER,
+  type ParsedValues,
+  type PluginConfigSchema,
+  parsers,
+  type VariableSpecs,
+} from '../config.ts';
 import { type BrownoutWindow, parseBrownouts } from './brownout.ts';
 
 /** Settings of the alias layer (SPEC §5, §6, §10; issue 11). */
@@ -29,10 +35,10 @@ export interface AliasSettings {
   consumerHeader?: string;
   /** `CONSUMER_FINGERPRINT_KEY`: HMAC-SHA-256 key for API-key fingerprints (a secret: never logged). */
   consumerFingerprintKey?: string;
-  /** `CONSUMER_TABLE_SIZE`: consumers the usage table tracks (space-saving); default 1000. */
-  consumerTableSize?: number;
+  /** `CONSUMER_TABLE_SIZE`: consumers the usage table tracks (space-saving). */
+  consumerTableSize: number;
   /** `MAX_PATCH_VALUE`: largest member value the streaming patcher holds to copy, in bytes (SPEC §6). */
-  maxPatchValue?: number;
+  maxPatchValue: number;
 }
 
 /** Largest accepted `CONSUMER_TABLE_SIZE` (entries of a few hundred bytes each: ~100 MB at most). */
@@ -125,7 +131,8 @@ export const aliasConfig: PluginConfigSchema<AliasSettings> = {
       problems.push('ALIAS_SUNSET_AT: must not be earlier than ALIAS_DEPRECATED_AT (RFC 9745 §3)');
     }
     const consumerHeader = v.CONSUMER_HEADER?.toLowerCase();
-    const apiKeyHeader = String(core.API_KEY_HEADER ?? 'x-api-key').toLowerCase();
+    // Checked here, at configuration time; at run time the layer reads the header from its context.
+    const apiKeyHeader = (core.API_KEY_HEADER ?? DEFAULT_API_KEY_HEADER).toLowerCase();
     if (consumerHeader !== undefined && [...CREDENTIAL_HEADERS, apiKeyHeader].includes(consumerHeader)) {
       problems.push(`CONSUMER_HEADER: must not be a credential header (got "${v.CONSUMER_HEADER}")`);
     }

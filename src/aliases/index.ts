@@ -8,7 +8,7 @@
  * layer (SPEC §10).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { PluginDefinition } from '../config.ts';
+import { DEFAULT_API_KEY_HEADER, type PluginDefinition } from '../config.ts';
 import { sendJson } from '../proxy/respond.ts';
 import type {
   AdminRoute,
@@ -23,8 +23,8 @@ import { type AliasSettings, aliasConfig } from './config.ts';
 import { consumerOf, countsAsUse, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
 import { aliasWarning, deprecationHeaders, WARNING_BUDGET } from './deprecation.ts';
 import { isJsonMediaType } from './media-type.ts';
-import { createAliasMetrics } from './metrics.ts';
-import { createJsonPatch, DEFAULT_MAX_VALUE_BYTES } from './patch-json.ts';
+import { createAliasMetrics, TOP_CONSUMER_SERIES } from './metrics.ts';
+import { createJsonPatch } from './patch-json.ts';
 import { rewriteBody } from './rewrite-body.ts';
 import { rewriteQuery } from './rewrite-query.ts';
 import { type AliasRoute, compileRoutes } from './route-match.ts';
@@ -95,14 +95,14 @@ export function createAliasLayer(
 ): ProxyPlugin {
   const routes = compileRoutes(table);
   const pairs = responsePairs(table);
-  const maxValueBytes = settings.maxPatchValue ?? DEFAULT_MAX_VALUE_BYTES;
+  const maxValueBytes = settings.maxPatchValue;
   const now = context.now ?? Date.now;
-  const usage = new UsageTable(settings.consumerTableSize ?? 1000);
+  const usage = new UsageTable(settings.consumerTableSize);
   let usageSince = now();
-  const metrics = createAliasMetrics(context.registry, () => usage.top(10));
+  const metrics = createAliasMetrics(context.registry, () => usage.top(TOP_CONSUMER_SERIES));
   const signals = deprecationHeaders(settings);
   const consumerRules = {
-    apiKeyHeader: context.credentials?.apiKeyHeader ?? 'x-api-key',
+    apiKeyHeader: context.credentials?.apiKeyHeader ?? DEFAULT_API_KEY_HEADER,
     ...(settings.consumerHeader !== undefined && { consumerHeader: settings.consumerHeader }),
     ...(settings.consumerFingerprintKey !== undefined && { fingerprintKey: settings.consumerFingerprintKey }),
   };

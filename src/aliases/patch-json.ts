@@ -8,6 +8,7 @@ import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from 
 import {
   JsonStreamScanner,
   type KeyNames,
+  MAX_SCAN_NESTING,
   SCAN_FAILED,
   SCAN_INVALID,
   SCAN_OK,
@@ -35,7 +36,7 @@ export interface JsonPatchOptions {
    * (`skipped`/{@link SCANNER_FAILED}). The alias layer logs it at `error`.
    */
   onScanFailure?(failure: Error): void;
-  /** Deepest nesting of arrays and objects patched (default {@link MAX_NESTING}); deeper: `skipped`/`too_deep`. */
+  /** Deepest nesting of arrays and objects patched (default {@link MAX_SCAN_NESTING}, the scanner's own bound); deeper: `skipped`/`too_deep`. */
   maxNesting?: number;
 }
 
@@ -48,9 +49,6 @@ const SCANNER_FAILED: PatchSkipReason = 'invalid_json';
 
 /** Default of {@link JsonPatchOptions.maxValueBytes} for {@link patchJson} (1 MiB, as `MAX_PATCH_VALUE`). */
 export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
-
-/** Default nesting bound: the scanner's stack costs one byte per level, so at most 1 MiB. */
-export const MAX_NESTING = 1024 * 1024;
 
 /**
  * How many bytes of copies may exceed the body read so far. Without nesting, copies of canonical values
@@ -274,7 +272,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     this.#onInsert = options.onInsert;
     this.#onScanFailure = options.onScanFailure;
     this.#onInsertion = onInsertion;
-    this.#scanner = new JsonStreamScanner(compiled.names, options.maxNesting ?? MAX_NESTING);
+    this.#scanner = new JsonStreamScanner(compiled.names, options.maxNesting ?? MAX_SCAN_NESTING);
     this.#stride = F_SLOTS + 2 * compiled.pairs.length;
   }
 

@@ -19,6 +19,14 @@ const budget: BufferBudget = {
   limit: Number.MAX_SAFE_INTEGER,
 };
 
+/** The settings `loadConfig` builds from an empty environment (the variables' defaults). */
+const DEFAULTS: AliasSettings = {
+  enabled: true,
+  sunsetVersion: new SemVer('1.0.0'),
+  consumerTableSize: 1000,
+  maxPatchValue: 1024 * 1024,
+};
+
 /** Streams `body` through a patch in two chunks: the bytes it emits and its outcome. */
 function run(patch: ResponsePatch, body: string) {
   const bytes = Buffer.from(body);
@@ -28,7 +36,7 @@ function run(patch: ResponsePatch, body: string) {
 
 function setup(overrides: Partial<AliasSettings> = {}) {
   const registry = new Registry();
-  const settings: AliasSettings = { enabled: true, sunsetVersion: new SemVer('1.0.0'), ...overrides };
+  const settings: AliasSettings = { ...DEFAULTS, ...overrides };
   const plugin = createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry, budget });
   const exchangeOf = (
     method: string,
@@ -199,11 +207,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
       alias: `aliasName${k}`.padEnd(40, 'y'),
     }));
     const registry = new Registry();
-    const plugin = createAliasLayer(
-      { enabled: true, sunsetVersion: new SemVer('1.0.0') },
-      { logger: pino({ level: 'silent' }), registry, budget },
-      table,
-    );
+    const plugin = createAliasLayer(DEFAULTS, { logger: pino({ level: 'silent' }), registry, budget }, table);
     const exchange = setup().exchangeOf('POST', '/many', JSON_TYPE);
     const body = `{${table.map((r) => `"${r.alias}":1`).join(',')}}`;
     hooksOf(plugin.onRequest(exchange, req)).body!.rewrite(Buffer.from(body));
@@ -293,13 +297,7 @@ describe('createAliasLayer — response patches', () => {
   it('logs a failure of the JSON scanner at error; the response passes unpatched', () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
-    const settings: AliasSettings = {
-      enabled: true,
-      sunsetVersion: new SemVer('1.0.0'),
-      consumerTableSize: 1000,
-      maxPatchValue: 1 << 20,
-    };
-    const plugin = createAliasLayer(settings, { logger, registry: new Registry(), budget });
+    const plugin = createAliasLayer(DEFAULTS, { logger, registry: new Registry(), budget });
     const { exchangeOf } = setup();
     const patch = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req)).onResponse!(200, JSON_TYPE)!;
     injectScanFailure(new Error('unreachable'));
@@ -356,9 +354,8 @@ describe('createAliasLayer — metrics', () => {
 
   it('refuses to register twice on one registry', () => {
     const { registry } = setup();
-    const settings = { enabled: true, sunsetVersion: new SemVer('1.0.0') };
     expect(() =>
-      createAliasLayer(settings, { logger: pino({ level: 'silent' }), registry, budget }),
+      createAliasLayer(DEFAULTS, { logger: pino({ level: 'silent' }), registry, budget }),
     ).toThrow();
   });
 });

@@ -29,6 +29,8 @@ function setup(overrides: Partial<AliasSettings> = {}) {
   const settings: AliasSettings = {
     enabled: true,
     sunsetVersion: new SemVer('1.0.0'),
+    consumerTableSize: 1000,
+    maxPatchValue: 1024 * 1024,
     consumerFingerprintKey: FINGERPRINT_KEY,
     ...overrides,
   };
