@@ -19,7 +19,7 @@ export interface BrownoutWindow {
 }
 
 /** Most windows a schedule may hold (the lookup is linear). */
-export const MAX_BROWNOUT_WINDOWS = 1000;
+const MAX_BROWNOUT_WINDOWS = 1000;
 
 /** A duration in weeks, days, hours, minutes, seconds (years and months have no fixed length). */
 const DURATION = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,3})?)S)?)?$/;

@@ -42,7 +42,7 @@ export interface AliasSettings {
 }
 
 /** Largest accepted `CONSUMER_TABLE_SIZE` (entries of a few hundred bytes each: ~100 MB at most). */
-export const MAX_CONSUMER_TABLE_SIZE = 100_000;
+const MAX_CONSUMER_TABLE_SIZE = 100_000;
 
 /** The alias layer's variables, in docs order. */
 export const ALIAS_VARIABLES = {

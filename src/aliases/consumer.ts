@@ -15,8 +15,6 @@ export const MAX_CONSUMER_CHARS = 64;
 export const SESSION_CONSUMER = 'session';
 /** Consumer id of API-key requests when no `CONSUMER_FINGERPRINT_KEY` is configured. */
 export const UNKEYED_CONSUMER = 'api-key';
-/** Consumer id when nothing identifies the caller (e.g. a public path; not reached by admitted requests). */
-export const UNKNOWN_CONSUMER = 'unknown';
 
 /** How consumers are identified. */
 export interface ConsumerRules {

@@ -10,18 +10,16 @@ import type { SemVer } from 'semver';
 export const MAX_CLIENT_LABELS = 100;
 
 /** Metric name of {@link AliasMetrics.uses}. */
-export const ALIAS_USES_METRIC = 'shim_alias_uses_total';
+const ALIAS_USES_METRIC = 'shim_alias_uses_total';
 
 /** Metric name of {@link AliasMetrics.brownoutRequests}. */
-export const ALIAS_BROWNOUT_REQUESTS_METRIC = 'shim_alias_brownout_requests_total';
+const ALIAS_BROWNOUT_REQUESTS_METRIC = 'shim_alias_brownout_requests_total';
 /** Metric name of {@link AliasMetrics.brownoutRefusals}. */
-export const ALIAS_BROWNOUT_REFUSALS_METRIC = 'shim_alias_brownout_refusals_total';
+const ALIAS_BROWNOUT_REFUSALS_METRIC = 'shim_alias_brownout_refusals_total';
 /** Metric name of the top-consumers gauge. */
-export const ALIAS_CONSUMERS_METRIC = 'shim_alias_consumers';
+const ALIAS_CONSUMERS_METRIC = 'shim_alias_consumers';
 /** Consumers exported by the top-consumers gauge (the full list is `GET /aliases/usage`). */
 export const TOP_CONSUMER_SERIES = 10;
-
-export type AliasDirection = 'request' | 'response';
 
 /** The alias layer's metric and the bounded client label. */
 export interface AliasMetrics {

@@ -176,10 +176,10 @@ function outputCapacity(bytes: number): number {
  * hold base, two slots per pair), in bytes: at most `maxValueBytes / FRAME_BYTES` (or {@link MIN_FRAMES})
  * such objects may nest.
  */
-export const FRAME_BYTES = 32;
+const FRAME_BYTES = 32;
 
 /** Open objects with canonical or alias members always allowed, however small `maxValueBytes` is. */
-export const MIN_FRAMES = 1024;
+const MIN_FRAMES = 1024;
 
 // A frame in `#frames`: depth, alias mask, hold base, then (start, end) of the copy per pair: -1 for
 // none; a range of `hold`; or, when start ≤ PENDING, a range of the current chunk from PENDING − start.

@@ -42,7 +42,7 @@ export interface ConsumerUsage {
 /** Distinct client versions / user agents kept per consumer (the oldest is dropped first). */
 export const MAX_DETAIL_VALUES = 10;
 /** Distinct aliases kept per consumer (the alias table has fewer). */
-export const MAX_ALIASES_PER_CONSUMER = 32;
+const MAX_ALIASES_PER_CONSUMER = 32;
 
 interface Entry {
   consumer: string;
