@@ -50,7 +50,8 @@ export interface Config {
   plugins: Readonly<Record<string, unknown>>;
   /**
    * Start-up warnings, one line each (e.g. a variable that looks like the shim's but nothing reads:
-   * a retired plugin's, or a typo). Logged at `warn` by the process entry.
+   * a retired plugin's, or a typo). Logged at `warn` by the runtime once its logger exists
+   * (`createRuntime`, src/runtime.ts).
    */
   warnings: readonly string[];
   /** Largest request body buffered for a rewrite, in bytes (`MAX_REWRITE_BODY`, default 1 MiB). */
@@ -152,19 +153,18 @@ const port = (fallback: number) =>
       z.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(z.number().int().max(65535)),
     );
 
+/** An optional string (`undefined` when unset or empty): the one place where empty means unset. */
+const optionalStr = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+
 /** Parsers for variable values, shared by the core schema and plugin schemas. Empty counts as unset. */
 export const parsers = {
   /** A string with a default. */
-  str: (fallback: string) =>
-    z
-      .string()
-      .optional()
-      .transform((v) => (v === undefined || v === '' ? fallback : v)),
+  str: (fallback: string) => optionalStr.transform((v) => v ?? fallback),
   /** An optional string (`undefined` when unset or empty). */
-  optionalStr: z
-    .string()
-    .optional()
-    .transform((v) => (v === '' ? undefined : v)),
+  optionalStr,
   /** A whole number of milliseconds, 1 to 2^31-1. */
   ms: (fallback: number) =>
     parsers.str(String(fallback)).pipe(
@@ -200,52 +200,40 @@ export const parsers = {
       return n;
     }),
   /** An optional semantic version (SemVer 2.0). */
-  semver: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v === '') return undefined;
-      const parsed = parseSemver(v);
-      if (!parsed) {
-        ctx.addIssue({ code: 'custom', message: `must be a semantic version such as 1.0.0 (got "${v}")` });
-        return z.NEVER;
-      }
-      return parsed;
-    }),
+  semver: optionalStr.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const parsed = parseSemver(v);
+    if (!parsed) {
+      ctx.addIssue({ code: 'custom', message: `must be a semantic version such as 1.0.0 (got "${v}")` });
+      return z.NEVER;
+    }
+    return parsed;
+  }),
   /** An HTTP header field name (RFC 9110 §5.1 token) with a default. */
   headerName: (fallback: string) =>
     parsers.str(fallback).pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name')),
   /** An optional HTTP header field name. */
-  optionalHeaderName: z
-    .string()
-    .optional()
-    .transform((v) => (v === '' ? undefined : v))
-    .pipe(z.string().regex(TOKEN, 'must be a valid HTTP header name').optional()),
+  optionalHeaderName: optionalStr.pipe(
+    z.string().regex(TOKEN, 'must be a valid HTTP header name').optional(),
+  ),
   /**
    * An optional instant, ISO 8601: a date (`2026-01-31`, midnight UTC) or a date-time with its time
    * zone (`2026-01-31T00:00:00Z`, `…+01:00`): {@link parseInstant} with `allowDate`.
    */
-  date: z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v === '') return undefined;
-      const ms = parseInstant(v, { allowDate: true });
-      if (ms === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be an ISO 8601 date (2026-01-31, midnight UTC) or date-time with a time zone (2026-01-31T00:00:00Z) (got "${v}")`,
-        });
-        return z.NEVER;
-      }
-      return new Date(ms);
-    }),
+  date: optionalStr.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const ms = parseInstant(v, { allowDate: true });
+    if (ms === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be an ISO 8601 date (2026-01-31, midnight UTC) or date-time with a time zone (2026-01-31T00:00:00Z) (got "${v}")`,
+      });
+      return z.NEVER;
+    }
+    return new Date(ms);
+  }),
   /** An optional absolute URL. */
-  url: z
-    .string()
-    .optional()
-    .transform((v) => (v === '' ? undefined : v))
-    .pipe(z.url({ error: 'must be an absolute URL' }).optional()),
+  url: optionalStr.pipe(z.url({ error: 'must be an absolute URL' }).optional()),
   /** A comma-separated list (entries trimmed, empty entries dropped) with a default. */
   list: (fallback: string) =>
     parsers.str(fallback).transform((v) =>
@@ -255,6 +243,13 @@ export const parsers = {
         .filter(Boolean),
     ),
 };
+
+/**
+ * The problem line of an unset `UPSTREAM_URL` outside demo mode (fail closed, issue 10): reported by
+ * {@link loadConfig} with `requireUpstream`, and by the runtime when it is started without an upstream.
+ */
+export const UPSTREAM_URL_REQUIRED =
+  'UPSTREAM_URL: required (the canonical backend, e.g. http://127.0.0.1:3000); only demo mode (--demo, what npm start runs) starts the reference backend instead';
 
 /** Options of {@link loadConfig}. */
 export interface LoadOptions {
@@ -607,9 +602,7 @@ export function loadConfig(
   };
   const e = parse(CORE_VARIABLES) as ParsedValues<typeof CORE_VARIABLES>;
   if (options.requireUpstream && !problems.some((p) => p.startsWith('UPSTREAM_URL:')) && !e.UPSTREAM_URL) {
-    problems.push(
-      'UPSTREAM_URL: required (the canonical backend, e.g. http://127.0.0.1:3000); only demo mode (--demo, what npm start runs) starts the reference backend instead',
-    );
+    problems.push(UPSTREAM_URL_REQUIRED);
   }
   if (e.PORT !== undefined && e.PORT === e.ADMIN_PORT && e.PORT !== 0) {
     problems.push('ADMIN_PORT: must differ from PORT (the admin listener is never the front door)');

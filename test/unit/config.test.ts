@@ -20,6 +20,7 @@ import {
   parseInstant,
   parsers,
   renderConfigurationDoc,
+  UPSTREAM_URL_REQUIRED,
   unknownVariableWarnings,
 } from '../../src/config.ts';
 
@@ -123,6 +124,20 @@ describe('loadConfig defaults', () => {
     expect(c.maxRewriteBody).toBe(1024 * 1024);
     expect(c.upstreamUrl).toBeUndefined();
     expect(c.serviceVersion).toBeUndefined();
+  });
+
+  it.each(['optionalStr', 'semver', 'optionalHeaderName', 'date', 'url'] as const)(
+    'parsers.%s reads an empty value as unset',
+    (name) => {
+      expect(parsers[name].parse('')).toBeUndefined();
+      expect(parsers[name].parse(undefined)).toBeUndefined();
+    },
+  );
+
+  it('parsers.str reads an empty value as unset: its default', () => {
+    expect(parsers.str('d').parse('')).toBe('d');
+    expect(parsers.str('d').parse(undefined)).toBe('d');
+    expect(parsers.str('d').parse('v')).toBe('v');
   });
 });
 
@@ -342,7 +357,7 @@ describe('UPSTREAM_URL required outside demo mode (fail closed)', () => {
       try {
         loadConfig(env, [], { requireUpstream: true });
       } catch (err) {
-        expect((err as ConfigError).problems).toEqual([expect.stringMatching(REQUIRED)]);
+        expect((err as ConfigError).problems).toEqual([UPSTREAM_URL_REQUIRED]);
       }
     }
   });
