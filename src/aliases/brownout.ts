@@ -121,6 +121,8 @@ export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { 
  * The window that contains an instant, if any.
  * @param windows Sorted, disjoint windows (from {@link parseBrownouts}).
  * @param now Ms since the epoch.
+ * @returns The window with `start ≤ now < end`, or `undefined` outside every window (the scan stops at
+ *   the first window that starts after `now`).
  */
 export function activeBrownout(windows: readonly BrownoutWindow[], now: number): BrownoutWindow | undefined {
   for (const window of windows) {

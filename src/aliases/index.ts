@@ -82,11 +82,12 @@ export const USAGE_PATH = '/aliases/usage';
  * @param settings `AliasSettings` from the configuration (`ALIASES`, `ALIAS_SUNSET_VERSION`,
  *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`).
  * @param context Logger, the shared Prometheus registry (the metrics are registered on it), the clock
- *   (`now`, default `Date.now`) and the credential rules (`credentials.apiKeyHeader`, default `x-api-key`).
+ *   (`now`, default `Date.now`), the credential rules (`credentials.apiKeyHeader`, default `x-api-key`)
+ *   and the process-wide buffer budget the patches reserve from (`budget`).
  * @param table The alias table (default: the service document's part 9 table).
  * @throws {Error} when the registry already has one of the alias metrics, or the table is malformed.
  * @example
- * const plugin = createAliasLayer(settings, { logger, registry, now: () => clock });
+ * const plugin = createAliasLayer(settings, { logger, registry, budget, now: () => clock });
  */
 export function createAliasLayer(
   settings: AliasSettings,
