@@ -11,6 +11,20 @@ import { apiKeyOf } from '../gates/credentials.ts';
 /** Longest consumer id or User-Agent token kept, in characters. */
 export const MAX_CONSUMER_CHARS = 64;
 
+/**
+ * Characters of a consumer header's value read at most (its first ones): trimming and sanitising then
+ * cost the same whatever the header's length (up to Node's 16 KiB head), and four times
+ * {@link MAX_CONSUMER_CHARS} leaves room for whitespace around the longest id kept.
+ */
+const MAX_ID_INPUT_CHARS = MAX_CONSUMER_CHARS * 4;
+
+/**
+ * Characters of a User-Agent read at most (its first ones) to find the first product token: the regex's
+ * work stays bounded whatever the header's length, and a `product/version` token, cut to
+ * {@link MAX_CONSUMER_CHARS} once found, lies well inside it.
+ */
+const MAX_USER_AGENT_INPUT_CHARS = 512;
+
 /** Consumer id of requests admitted by a cookie session. */
 export const SESSION_CONSUMER = 'session';
 /** Consumer id of API-key requests when no `CONSUMER_FINGERPRINT_KEY` is configured. */
@@ -34,7 +48,7 @@ export interface ConsumerRules {
  */
 export function sanitizeId(value: string): string | undefined {
   const cleaned = value
-    .slice(0, MAX_CONSUMER_CHARS * 4)
+    .slice(0, MAX_ID_INPUT_CHARS)
     .trim()
     .replace(/[^\x21-\x7e]|["\\,;]/g, '_')
     .slice(0, MAX_CONSUMER_CHARS);
@@ -65,6 +79,13 @@ export function keyFingerprint(fingerprintKey: string, apiKey: string): string {
  *    as an id);
  * 3. otherwise (the credential gate admitted a cookie session) → {@link SESSION_CONSUMER}.
  * @param headers Request headers (lower-cased names).
+ * @param rules The consumer header, the fingerprint key and the API-key header.
+ * @returns One of three forms: the gateway's id, {@link sanitizeId sanitised} (`"\,;` and what is not
+ *   visible ASCII become `_`; at most {@link MAX_CONSUMER_CHARS} characters; e.g. `team-robotics`); 16 hex
+ *   digits, the key's fingerprint
+ *   (e.g. `3f9c0d2a1b7e4c55`), or `api-key` ({@link UNKEYED_CONSUMER}) without a fingerprint key; or
+ *   `session` ({@link SESSION_CONSUMER}). Never the credential itself.
+ * @example consumerOf({ 'x-api-key': 'k' }, { apiKeyHeader: 'x-api-key' }) // → 'api-key'
  */
 export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): string {
   if (rules.consumerHeader !== undefined) {
@@ -123,7 +144,8 @@ const PRODUCT = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:\/([!#$%&'*+.^_`|~0-9A-Za-z-]+
  * absent or not a token.
  */
 export function userAgentProduct(userAgent: string | undefined): string {
-  const m = userAgent === undefined ? null : PRODUCT.exec(userAgent.slice(0, 512).trimStart());
+  const m =
+    userAgent === undefined ? null : PRODUCT.exec(userAgent.slice(0, MAX_USER_AGENT_INPUT_CHARS).trimStart());
   if (!m) return 'unknown';
   return (m[2] === undefined ? m[1]! : `${m[1]}/${m[2]}`).slice(0, MAX_CONSUMER_CHARS);
 }

@@ -104,6 +104,13 @@ const ENDED = 2;
 /** First size of the hold buffer (bytes): a slice of Node's pool, cheap per response; doubles as needed. */
 const INITIAL_HOLD = 1024;
 
+/**
+ * Factor on the insertion rate when an output buffer is sized for the rest of a chunk (1 + 1/16): an
+ * estimate a little high costs a few spare bytes, one a little low a regrow (a copy of the output so
+ * far), and a chunk's insertions vary a little around the rate of the chunks before it.
+ */
+const RATE_HEADROOM = 1.0625;
+
 /** What `write` returns for nothing to send (shared: never written to). */
 const EMPTY = Buffer.alloc(0);
 
@@ -485,7 +492,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       this.#sizedIn > 0 && out === undefined
         ? (this.#sizedOut - this.#sizedIn) / this.#sizedIn
         : insertedHere / Math.max(close, 1);
-    const capacity = needed + Math.ceil((chunkLength - close) * rate * 1.0625);
+    const capacity = needed + Math.ceil((chunkLength - close) * rate * RATE_HEADROOM);
     const spare = this.#spare;
     // A spare smaller than the estimate still does when it holds what is certain (one regrow at worst).
     if (out === undefined && spare !== undefined && spare.length >= needed) {
