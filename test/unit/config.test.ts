@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { renderConfigurationDoc } from '../../scripts/docs-config.ts';
 import { PLUGINS } from '../../src/app.ts';
 import {
   CONFIG_VARIABLES,
@@ -19,7 +20,6 @@ import {
   parseByteSize,
   parseInstant,
   parsers,
-  renderConfigurationDoc,
   UPSTREAM_URL_REQUIRED,
   unknownVariableWarnings,
 } from '../../src/config.ts';
