@@ -7,17 +7,8 @@
  * and costs nothing more. Deleting this folder and its one registration line in `app.ts` removes the
  * layer (SPEC §10).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_API_KEY_HEADER, type PluginDefinition } from '../config.ts';
-import { sendJson } from '../proxy/respond.ts';
-import type {
-  AdminRoute,
-  Exchange,
-  ExchangeHooks,
-  PluginContext,
-  ProxyPlugin,
-  ResponsePatch,
-} from '../proxy/types.ts';
+import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../proxy/types.ts';
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
 import { type AliasSettings, aliasConfig } from './config.ts';
 import { consumerOf, countsAsUse, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
@@ -29,12 +20,10 @@ import { rewriteBody } from './rewrite-body.ts';
 import { rewriteQuery } from './rewrite-query.ts';
 import { type AliasRoute, compileRoutes } from './route-match.ts';
 import { ALIAS_TABLE, type AliasRename, type AliasRow, responsePairs } from './table.ts';
+import { usageRoutes } from './usage-routes.ts';
 import { UsageTable } from './usage-table.ts';
 import { revalidatesUnpatched } from './validators.ts';
 import { wantsAliases } from './version-gate.ts';
-
-/** Path of the usage report on the admin listener (issue 11 item 1). */
-export const USAGE_PATH = '/aliases/usage';
 
 /**
  * Creates the alias layer.
@@ -99,7 +88,6 @@ export function createAliasLayer(
   const maxValueBytes = settings.maxPatchValue;
   const now = context.now ?? Date.now;
   const usage = new UsageTable(settings.consumerTableSize);
-  let usageSince = now();
   const metrics = createAliasMetrics(context.registry, () => usage.top(TOP_CONSUMER_SERIES));
   const signals = deprecationHeaders(settings);
   const consumerRules = {
@@ -180,37 +168,9 @@ export function createAliasLayer(
     };
   };
 
-  const adminRoutes: AdminRoute[] = [
-    {
-      method: 'GET',
-      path: USAGE_PATH,
-      handle(req: IncomingMessage, res: ServerResponse) {
-        const limit = Number(
-          new URL(req.url ?? '/', 'http://admin').searchParams.get('limit') ?? usage.capacity,
-        );
-        sendJson(res, 200, {
-          since: new Date(usageSince).toISOString(),
-          capacity: usage.capacity,
-          recorded: usage.recorded,
-          consumers: usage.top(Number.isInteger(limit) && limit >= 0 ? limit : usage.capacity),
-        });
-      },
-    },
-    {
-      method: 'DELETE',
-      path: USAGE_PATH,
-      handle(_req: IncomingMessage, res: ServerResponse) {
-        usage.reset();
-        usageSince = now();
-        res.writeHead(204, { 'cache-control': 'no-store' });
-        res.end();
-      },
-    },
-  ];
-
   return {
     name: 'aliases',
-    adminRoutes,
+    adminRoutes: usageRoutes(usage, now),
     variesByClientVersion: settings.enabled, // responses depend on the client version only while the layer is on
     onRequest(exchange: Exchange): ExchangeHooks | undefined {
       const version = exchange.clientVersion;

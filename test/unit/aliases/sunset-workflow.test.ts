@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { parseBrownouts } from '../../../src/aliases/brownout.ts';
 import type { AliasSettings } from '../../../src/aliases/config.ts';
 import { keyFingerprint } from '../../../src/aliases/consumer.ts';
-import { createAliasLayer, USAGE_PATH } from '../../../src/aliases/index.ts';
+import { createAliasLayer } from '../../../src/aliases/index.ts';
+import { USAGE_PATH } from '../../../src/aliases/usage-routes.ts';
 import type { AdminRoute, Exchange } from '../../../src/proxy/types.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
