@@ -123,11 +123,26 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const metrics = createMetrics(options.processMetrics ?? true);
   const shim = createShim(config, { logger, metrics, upstream: upstreamUrl });
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
-  const probe = () =>
-    probeUpstream(upstreamUrl, READINESS_PROBE_TIMEOUT_MS, {
+  // Each probe's verdict; a change is logged once (with the cause of a failure), not every probe.
+  let reachable: boolean | undefined;
+  let cause = 'unknown';
+  const probe = async (atStart = false): Promise<boolean> => {
+    const ok = await probeUpstream(upstreamUrl, READINESS_PROBE_TIMEOUT_MS, {
       agent: shim.forwarder.agent,
       onHeaders: (headers) => shim.serviceVersion.observe(headers[serviceVersionHeader]),
+      onUnreachable: (why) => {
+        cause = why;
+      },
     });
+    const before = reachable;
+    reachable = ok;
+    if (ok && before === false) logger.info({ upstream: upstreamUrl.href }, 'upstream reachable again');
+    if (!ok && before !== false) {
+      const message = atStart ? 'upstream not reachable at start' : 'upstream not reachable';
+      logger.warn({ upstream: upstreamUrl.href, cause }, message);
+    }
+    return ok;
+  };
 
   let draining = false;
   // The connection bookkeeping sees the requests the pipeline handles (in order, one per connection at
@@ -142,10 +157,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   );
   const admin = createAdminServer({
     registry: metrics.registry,
-    upstreamReachable: probe,
+    upstreamReachable: () => probe(),
     draining: () => draining,
     demo,
     routes: shim.adminRoutes,
+    onError: (err, path) => logger.error({ err, path }, 'admin route failed'),
   });
   const connections = trackConnections(front, () => draining);
 
@@ -159,10 +175,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   };
 
   try {
-    if (options.probeAtStart ?? true) {
-      const reachable = await probe();
-      if (!reachable) logger.warn({ upstream: upstreamUrl.href }, 'upstream not reachable at start');
-    }
+    if (options.probeAtStart ?? true) await probe(true);
     await Promise.all([
       listen(front, config.port, config.host),
       listen(admin, config.adminPort, config.host),

@@ -19,6 +19,11 @@ export interface AdminOptions {
   routes?: readonly AdminRoute[];
   /** Demo mode (the embedded reference backend is the upstream): `/readyz` says `"demo": true`. */
   demo?: boolean;
+  /**
+   * Told of a failure inside a route (a plugin's handler that throws, a readiness callback that
+   * rejects, a registry that cannot render) after the client got its 500; for the log.
+   */
+  onError?(err: unknown, path: string): void;
 }
 
 /**
@@ -60,7 +65,7 @@ export function createAdminServer(options: AdminOptions): http.Server {
       keepAliveTimeout: ADMIN_TIMEOUTS.keepAliveTimeoutMs,
     },
     async (req, res) => {
-      const path = (req.url ?? '/').split('?', 1)[0];
+      const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
       try {
         const routes = options.routes?.filter((r) => r.path === path) ?? [];
         const route = routes.find(
@@ -93,9 +98,10 @@ export function createAdminServer(options: AdminOptions): http.Server {
           return res.end(text);
         }
         return sendJson(res, 404, { status: 'not found' });
-      } catch {
+      } catch (err) {
         if (!res.headersSent) sendJson(res, 500, { status: 'error' });
         else res.destroy();
+        options.onError?.(err, path);
       }
     },
   );
@@ -113,6 +119,12 @@ export interface ProbeOptions {
   agent?: http.Agent;
   /** Told the response headers of every answered probe (the service version is read from them). */
   onHeaders?(headers: IncomingHttpHeaders): void;
+  /**
+   * Told why a probe found the upstream unreachable, before it resolves `false`: `timeout`, the
+   * error's code (`ECONNREFUSED`, `ENOTFOUND`, `CERT_HAS_EXPIRED`, …; its message when it has none),
+   * or `status <n>` for a 5xx.
+   */
+  onUnreachable?(cause: string): void;
 }
 
 /**
@@ -121,7 +133,7 @@ export interface ProbeOptions {
  * can forward to; a 5xx does not). The headers go to `onHeaders` whatever the status.
  * @param upstream The upstream URL (`http:` or `https:`).
  * @param timeoutMs Give up after this many ms (name resolution, connection and response headers).
- * @param options Agent and header callback.
+ * @param options Agent, header callback and the cause of a failure.
  * @returns `true` when reachable; never rejects.
  */
 export function probeUpstream(
@@ -133,15 +145,16 @@ export function probeUpstream(
   const request = upstreamRequest(target.protocol);
   return new Promise((resolve) => {
     let done = false;
-    const finish = (ok: boolean) => {
+    const finish = (ok: boolean, cause?: string) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      if (!ok) options.onUnreachable?.(cause ?? 'unknown');
       resolve(ok);
     };
     const timer = setTimeout(() => {
       req.destroy();
-      finish(false);
+      finish(false, 'timeout');
     }, timeoutMs);
     const req = request(target, {
       method: 'GET',
@@ -153,10 +166,11 @@ export function probeUpstream(
         options.onHeaders?.(res.headers);
       } finally {
         res.resume();
-        finish((res.statusCode ?? 500) < 500);
+        const status = res.statusCode ?? 500;
+        finish(status < 500, `status ${status}`);
       }
     });
-    req.once('error', () => finish(false));
+    req.once('error', (err: NodeJS.ErrnoException) => finish(false, err.code ?? err.message));
     req.end();
   });
 }

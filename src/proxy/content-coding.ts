@@ -5,6 +5,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import type { PatchCodec } from './response-patch.ts';
 
 const gunzip = promisify(zlib.gunzip);
 const inflate = promisify(zlib.inflate);
@@ -209,6 +210,32 @@ export function createEncoder(coding: SupportedCoding): Transform | undefined {
       return zlib.createZstdCompress(ZSTD_STREAM_ENCODE);
   }
 }
+
+/**
+ * The decoder, encoder and flush of a patched response body with a content coding (RFC 9110 §8.4):
+ * {@link createDecoder} and {@link createEncoder}, and a flush that makes the encoder emit what it
+ * holds without ending its stream: `Z_SYNC_FLUSH` for gzip and deflate (not `Z_FULL_FLUSH`, zlib's
+ * default, which also forgets the window and costs ratio), brotli's `BROTLI_OPERATION_FLUSH`, zstd's
+ * `ZSTD_e_flush`. For response-patch.ts `pumpCodedPatch`, which flushes when the upstream pauses.
+ * @param coding A coding from {@link supportedCoding} other than identity.
+ * @returns The codec; its streams are new.
+ * @throws {Error} For identity, which has no codec.
+ */
+export function createPatchCodec(coding: Exclude<SupportedCoding, 'identity'>): PatchCodec {
+  const decoder = createDecoder(coding);
+  const encoder = createEncoder(coding) as zlib.Gzip | zlib.BrotliCompress | zlib.ZstdCompress | undefined;
+  if (decoder === undefined || encoder === undefined) throw new Error(`no codec for ${coding}`);
+  const kind = FLUSH_KIND[coding];
+  return { decoder, encoder, flush: () => encoder.flush(kind) };
+}
+
+/** The flush operation of each coding's encoder ({@link createPatchCodec}). */
+const FLUSH_KIND = {
+  gzip: zlib.constants.Z_SYNC_FLUSH,
+  deflate: zlib.constants.Z_SYNC_FLUSH,
+  br: zlib.constants.BROTLI_OPERATION_FLUSH,
+  zstd: zlib.constants.ZSTD_e_flush,
+} as const;
 
 /**
  * Whether two bytes start a zlib stream (RFC 1950 §2.2: CM = 8, and CMF·256 + FLG a multiple of 31).

@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { type CoreMetrics, routeShape, type UpstreamErrorKind } from '../observability/metrics.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
-import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
+import { createPatchCodec, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
 import {
@@ -372,8 +372,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       return;
     }
     // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch).
-    const codec = { decoder: createDecoder(coding)!, encoder: createEncoder(coding)! };
-    pumpCodedPatch(upstreamRes, res, codec, patch, writeHead, onEnd, fail);
+    pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, writeHead, onEnd, fail);
   };
 
   /** Builds the upstream request's head and forwards the exchange. */

@@ -27,8 +27,24 @@ export interface UpstreamTransport {
   readonly target: Readonly<{ protocol: string; hostname: string; port: number; servername?: string }>;
 }
 
+/**
+ * How long an idle pooled upstream connection is kept, in ms: undici's default, below the 5 s idle
+ * timeout of Node's, uvicorn's and most frameworks' servers. A response's `Keep-Alive: timeout=N` hint
+ * (RFC 9112 §9.3, the `Keep-Alive` header of RFC 2068 §19.7.1) shortens it to N − 1 s (Node's agent:
+ * `agentKeepAliveTimeoutBuffer`), and a hint of 1 s or less keeps no connection. Without this timeout
+ * Node's agent ignores the hint and keeps a connection until the upstream closes it, and a request sent
+ * on it in that moment fails: replayed when idempotent, a 502 for a POST (docs/reliability.md fix 37).
+ */
+export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
+
 /** Pool sizes: enough sockets for a busy sidecar, few idle ones kept, the most recent reused first. */
-const POOL = { keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: 'lifo' } as const;
+const POOL = {
+  keepAlive: true,
+  maxSockets: 1024,
+  maxFreeSockets: 256,
+  scheduling: 'lifo',
+  timeout: UPSTREAM_IDLE_TIMEOUT_MS,
+} as const;
 
 /** Size of the one buffer every upstream socket reads into, in bytes (as Node's own reads). */
 export const UPSTREAM_READ_BUFFER_BYTES = 64 * 1024;

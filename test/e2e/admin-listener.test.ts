@@ -143,18 +143,23 @@ describe('admin listener', () => {
     expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready', demo: true });
   });
 
-  it('answers 500 when the readiness callback fails', async () => {
+  it('answers 500 when the readiness callback fails, and tells onError', async () => {
     const registry = new Registry();
+    const errors: Array<[unknown, string]> = [];
+    const boom = new Error('boom');
     const url = await listen(
       createAdminServer({
         registry,
-        upstreamReachable: () => Promise.reject(new Error('boom')),
+        upstreamReachable: () => Promise.reject(boom),
         draining: () => false,
+        onError: (err, path) => errors.push([err, path]),
       }),
     );
     const res = await fetch(`${url}/readyz`);
     expect(res.status).toBe(500);
+    expect(errors).toEqual([[boom, '/readyz']]);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect(errors).toHaveLength(1);
   });
 });
 
@@ -189,26 +194,39 @@ describe('probeUpstream', () => {
     expect(paths).toEqual(['/base/api/health']);
   });
 
-  it('is true for a 404 (an HTTP server is there) and false for a 5xx', async () => {
-    expect(await probeUpstream(new URL(await listen(healthServer(404))), 1_000)).toBe(true);
-    expect(await probeUpstream(new URL(await listen(healthServer(503))), 1_000)).toBe(false);
+  /** Probes `url` and returns its verdict with the causes `onUnreachable` was told. */
+  async function probeWithCause(url: string, timeoutMs: number) {
+    const causes: string[] = [];
+    const ok = await probeUpstream(new URL(url), timeoutMs, { onUnreachable: (c) => causes.push(c) });
+    return { ok, causes };
+  }
+
+  it('is true for a 404 (an HTTP server is there) and false for a 5xx, naming the status', async () => {
+    expect(await probeWithCause(await listen(healthServer(404)), 1_000)).toEqual({ ok: true, causes: [] });
+    expect(await probeWithCause(await listen(healthServer(503)), 1_000)).toEqual({
+      ok: false,
+      causes: ['status 503'],
+    });
   });
 
   it('is false when the upstream accepts but never answers within the timeout', async () => {
     const url = await listen(http.createServer(() => {}));
-    expect(await probeUpstream(new URL(url), 200)).toBe(false);
+    expect(await probeWithCause(url, 200)).toEqual({ ok: false, causes: ['timeout'] });
   });
 
-  it('is false for a closed port', async () => {
+  it('is false for a closed port, naming the error code', async () => {
     const server = http.createServer();
     const url = await listen(server);
     servers.pop();
     await new Promise((r) => server.close(r));
-    expect(await probeUpstream(new URL(url), 1_000)).toBe(false);
+    expect(await probeWithCause(url, 1_000)).toEqual({ ok: false, causes: ['ECONNREFUSED'] });
   });
 
   it('is false for a name that does not resolve', async () => {
-    expect(await probeUpstream(new URL('http://upstream.invalid:3000'), 2_000)).toBe(false);
+    const { ok, causes } = await probeWithCause('http://upstream.invalid:3000', 2_000);
+    expect(ok).toBe(false);
+    expect(causes).toHaveLength(1); // ENOTFOUND, or EAI_AGAIN where no resolver answers
+    expect(causes[0]).toMatch(/^E[A-Z_]+$/);
   });
 
   it('gives up after the timeout when the connection never completes', async () => {

@@ -5,7 +5,7 @@
  * door. Garbage paths against route labels: test/e2e/route-labels.test.ts.
  */
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -196,8 +196,44 @@ describe('admin listener when the upstream is down', () => {
       expect(res.status).toBe(502);
       const text = await (await fetch(`${admin.url}/metrics`)).text();
       expect(text).toContain('shim_upstream_errors_total{kind="refused"} 1');
+      // Said once, with the cause: the probe at start; the failing /readyz after it adds no line.
+      const warned = stack.logs().filter((l) => String(l.msg).startsWith('upstream not reachable'));
+      expect(warned).toEqual([
+        expect.objectContaining({ msg: 'upstream not reachable at start', cause: 'ECONNREFUSED' }),
+      ]);
     } finally {
       await stack.close();
+    }
+  });
+
+  it('logs a change of readiness once each way, with the cause of the failure', async () => {
+    const upstream = http.createServer((_req, res) => res.end('{}'));
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    const { port } = upstream.address() as AddressInfo;
+    const stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` }, {}, { probeAtStart: true });
+    const readiness = () => stack.logs().filter((l) => /^upstream (not )?reachable/.test(String(l.msg)));
+    try {
+      expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
+      expect(readiness()).toEqual([]);
+
+      upstream.closeAllConnections();
+      await new Promise((r) => upstream.close(r));
+      expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(503);
+      expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(503);
+      expect(readiness()).toEqual([
+        expect.objectContaining({ level: 40, msg: 'upstream not reachable', cause: 'ECONNREFUSED' }),
+      ]);
+
+      upstream.listen(port, '127.0.0.1');
+      await once(upstream, 'listening');
+      expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
+      expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
+      expect(readiness().map((l) => l.msg)).toEqual(['upstream not reachable', 'upstream reachable again']);
+    } finally {
+      await stack.close();
+      upstream.closeAllConnections();
+      await new Promise((r) => upstream.close(r));
     }
   });
 });

@@ -11,6 +11,7 @@
  * rewrite, replayed: `aliases-reliability-keepalive-reuse.test.ts`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { UPSTREAM_IDLE_TIMEOUT_MS } from '../../src/proxy/upstream-agent.ts';
 import { send } from '../helpers/http.ts';
 import {
   closeAll,
@@ -19,6 +20,7 @@ import {
   requestsByConnection,
   stackOn,
 } from '../helpers/one-shot-upstream.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT } from '../helpers/stack.ts';
 
@@ -94,6 +96,57 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
     const reply = await send(stack.url, 'GET', '/missions', CURRENT);
     expect(reply.status).toBe(502);
     expect(upstream.connections()).toBe(2);
+  });
+});
+
+describe('keep-alive race with a POST: idle connections closed before the upstream closes them', () => {
+  /** An upstream that answers every request with `extra` headers and never closes a connection. */
+  async function neverClosing(extra: string) {
+    const ended: number[] = [];
+    const upstream = await startRawUpstream((socket, received, index) => {
+      const answered = (socket as { answered?: number }).answered ?? 0;
+      if (received.split('\r\n\r\n').length - 1 <= answered) return;
+      (socket as { answered?: number }).answered = answered + 1;
+      if (answered === 0) socket.once('end', () => ended.push(index)); // the shim closed it
+      socket.write(
+        `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n${extra}\r\n{}`,
+      );
+    });
+    closeLater(upstream);
+    return { upstream, ended };
+  }
+
+  it('honours the upstream’s Keep-Alive: timeout hint (closes 1 s before it)', async () => {
+    const { upstream, ended } = await neverClosing('Keep-Alive: timeout=2\r\n');
+    const stack = await stackOn(upstream);
+    expect((await send(stack.url, 'POST', '/debug/sink', CURRENT, 'x')).status).toBe(200);
+    const answeredAt = performance.now();
+    await waitFor(() => ended.length === 1, { timeoutMs: 10_000, what: 'the shim closing the connection' });
+    // Closed by the shim after about 1 s (2 s − 1 s), not after UPSTREAM_IDLE_TIMEOUT_MS (4 s).
+    expect(performance.now() - answeredAt).toBeLessThan(UPSTREAM_IDLE_TIMEOUT_MS - 500);
+    expect(ended).toEqual([0]);
+    // The next POST goes on a fresh connection.
+    expect((await send(stack.url, 'POST', '/debug/sink', CURRENT, 'y')).status).toBe(200);
+    expect(upstream.connections()).toBe(2);
+  });
+
+  it('closes an idle connection after UPSTREAM_IDLE_TIMEOUT_MS without a hint', async () => {
+    const { upstream, ended } = await neverClosing('');
+    const stack = await stackOn(upstream);
+    expect((await send(stack.url, 'POST', '/debug/sink', CURRENT, 'x')).status).toBe(200);
+    await waitFor(() => ended.length === 1, {
+      timeoutMs: UPSTREAM_IDLE_TIMEOUT_MS + 10_000,
+      what: 'the shim closing the connection',
+    });
+    expect(ended).toEqual([0]);
+  });
+
+  it('keeps a connection in use: back-to-back requests share it', async () => {
+    const { upstream } = await neverClosing('Keep-Alive: timeout=5\r\n');
+    const stack = await stackOn(upstream);
+    for (let i = 0; i < 20; i++)
+      expect((await send(stack.url, 'GET', `/m?i=${i}`, CURRENT)).status).toBe(200);
+    expect(upstream.connections()).toBe(1);
   });
 });
 

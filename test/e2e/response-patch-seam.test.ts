@@ -308,6 +308,55 @@ describe('patched responses', () => {
   });
 
   it.each([
+    ['gzip', () => zlib.createGzip(), () => zlib.createGunzip(), zlib.constants.Z_SYNC_FLUSH],
+    ['deflate', () => zlib.createDeflate(), () => zlib.createInflate(), zlib.constants.Z_SYNC_FLUSH],
+    [
+      'br',
+      () => zlib.createBrotliCompress(),
+      () => zlib.createBrotliDecompress(),
+      zlib.constants.BROTLI_OPERATION_FLUSH,
+    ],
+    ['zstd', () => zlib.createZstdCompress(), () => zlib.createZstdDecompress(), zlib.constants.ZSTD_e_flush],
+  ] as const)(
+    'leave as the upstream flushes them with a coding (%s): each piece reaches the client before the next is sent',
+    async (coding, createEncoder, createDecoder, flushKind) => {
+      // An upstream that compresses a stream and flushes after each piece (Express' compression with
+      // res.flush(), nginx's gzip unbuffered); it sends the second piece only once the client has
+      // decoded the first one.
+      const { promise: released, resolve: release } = Promise.withResolvers<void>();
+      const up = await upstream((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': coding });
+        const encoder = createEncoder();
+        encoder.pipe(res);
+        encoder.write('["a first piece"');
+        encoder.flush(flushKind);
+        void released.then(() => encoder.end(',"and the last"]'));
+      });
+      const shim = await startCore(up.url);
+      const whole = await new Promise<string>((resolve, reject) => {
+        const req = http.get(
+          `${shim.url}/stream`,
+          { headers: { ...CLIENT, 'accept-encoding': coding }, agent: false },
+          (res) => {
+            expect(res.headers['content-encoding']).toBe(coding);
+            let text = '';
+            const decoder = createDecoder();
+            decoder.on('data', (d: Buffer) => {
+              text += d.toString();
+              if (text === '["A first piece"') release();
+            });
+            decoder.on('end', () => resolve(text));
+            decoder.on('error', reject);
+            res.pipe(decoder);
+          },
+        );
+        req.on('error', reject);
+      });
+      expect(whole).toBe('["A first piece","And the lAst"]');
+    },
+  );
+
+  it.each([
     ['identity', Buffer.alloc(64 * 1024, 'b')],
     // Bytes gzip cannot shrink (64 KiB of noise, twice the deflate window), so that what the paused
     // client's socket holds stands for as many upstream bytes.

@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
-import { createGunzip, createGzip, gunzipSync, gzipSync } from 'node:zlib';
+import { constants, createGunzip, createGzip, gunzipSync, gzipSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
 import { type PatchCodec, pumpCodedPatch } from '../../../src/proxy/response-patch.ts';
 import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
@@ -77,6 +77,12 @@ function setUp(codec: PatchCodec, patch = recordingPatch()) {
 /** One turn of the event loop: what a write's callback (on the next tick) has run by. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
+/** What a gzip stream cut after a flush decodes to so far (its 10-byte header skipped, no trailer). */
+const inflatePartial = (bytes: Buffer): string =>
+  bytes.length <= 10
+    ? ''
+    : inflateRawSync(bytes.subarray(10), { finishFlush: constants.Z_SYNC_FLUSH }).toString();
+
 const gzipCodec = (): PatchCodec => ({ decoder: createGunzip(), encoder: createGzip() });
 
 describe('pumpCodedPatch', () => {
@@ -93,6 +99,44 @@ describe('pumpCodedPatch', () => {
     expect(writeHead).toHaveBeenCalledTimes(1);
     expect(onEnd).toHaveBeenCalledWith({ kind: 'patched' });
     expect(onError).not.toHaveBeenCalled();
+  });
+
+  it('flushes the encoder once the upstream pauses, so that a piece sent alone reaches the client', async () => {
+    const encoder = createGzip();
+    const { promise: flushed, resolve: done } = Promise.withResolvers<void>();
+    const flushes = vi.fn(() => encoder.flush(constants.Z_SYNC_FLUSH, () => done()));
+    const { source, target } = setUp({ decoder: createGunzip(), encoder, flush: flushes });
+    // An upstream that flushes its gzip stream after a first piece, then pauses.
+    const upstream = createGzip();
+    const sent: Buffer[] = [];
+    upstream.on('data', (d: Buffer) => sent.push(d));
+    upstream.write('first piece');
+    await new Promise((resolve) => upstream.flush(constants.Z_SYNC_FLUSH, () => resolve(undefined)));
+    source.emit('data', Buffer.concat(sent.splice(0)));
+    await flushed; // what the flush made out of the encoder went to the client before its callback
+    expect(inflatePartial(Buffer.concat(target.bytes))).toBe('FIRST PIECE');
+    expect(flushes).toHaveBeenCalledTimes(1);
+    expect(target.written).not.toContain('<end>');
+
+    // The rest and the end: no further flush (the end flushes anyway), the whole body decodes.
+    upstream.end(' and the rest');
+    await once(upstream, 'end');
+    source.emit('data', Buffer.concat(sent));
+    source.emit('end');
+    await once(target, 'finish');
+    expect(gunzipSync(Buffer.concat(target.bytes)).toString()).toBe('FIRST PIECE AND THE REST!');
+    expect(flushes).toHaveBeenCalledTimes(1);
+  });
+
+  it('never flushes a body that arrives in one go', async () => {
+    const encoder = createGzip();
+    const flushes = vi.fn(() => encoder.flush(constants.Z_SYNC_FLUSH));
+    const { source, target } = setUp({ decoder: createGunzip(), encoder, flush: flushes });
+    source.emit('data', gzipSync(Buffer.from('all of it')));
+    source.emit('end');
+    await once(target, 'finish');
+    expect(gunzipSync(Buffer.concat(target.bytes)).toString()).toBe('ALL OF IT!');
+    expect(flushes).not.toHaveBeenCalled();
   });
 
   it('writes the head at the end of a body that encodes to nothing', async () => {
