@@ -19,7 +19,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DestinationStream, Logger } from 'pino';
 import { createShim, type Shim } from './app.ts';
-import { type Config, ConfigError } from './config.ts';
+import { type Config, ConfigError, UPSTREAM_URL_REQUIRED } from './config.ts';
 import type { DemoBackend } from './demo.ts';
 import { createAdminServer, probeUpstream } from './observability/admin.ts';
 import { createLogger } from './observability/logger.ts';
@@ -103,9 +103,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   let upstream = config.upstreamUrl;
   if (!upstream) {
     if (!options.demo) {
-      throw new ConfigError([
-        'UPSTREAM_URL: required (the canonical backend, e.g. http://127.0.0.1:3000); only demo mode (--demo, what npm start runs) starts the reference backend instead',
-      ]);
+      throw new ConfigError([UPSTREAM_URL_REQUIRED]);
     }
     // Loaded only in demo mode: a shim in front of a real upstream does not carry it.
     const { startDemoBackend } = await import('./demo.ts');
