@@ -15,13 +15,17 @@ import { publicPathGate } from './gates/public-paths.ts';
 import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
 import { createRequestLog } from './observability/request-log.ts';
 import { createBufferBudget } from './proxy/buffer-budget.ts';
-import { REJECTION_RETRY_AFTER, type RejectionReason, ShimError } from './proxy/errors.ts';
+import {
+  REJECTION_RETRY_AFTER,
+  type RejectionReason,
+  type ServerRejection,
+  ShimError,
+} from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { headerValue } from './proxy/response-writer.ts';
-import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
 
@@ -60,7 +64,7 @@ export interface Shim {
   /** The service version, configured or learned from the upstream. */
   readonly serviceVersion: ServiceVersion;
   /** For `createFrontServer`: counts and logs requests the HTTP server refuses before the pipeline. */
-  readonly onServerRejection: (reason: ParserRejection, status: number) => void;
+  readonly onServerRejection: (reason: ServerRejection, status: number) => void;
   /**
    * For `createFrontServer`: the headers of the responses the HTTP server writes itself, flat — the
    * service version header once the version is known (SPEC §7), else none.
@@ -222,7 +226,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   app.use(admit);
   app.use(forwarder.handler);
   app.use(onError);
-  const onServerRejection = (reason: ParserRejection, status: number) => {
+  const onServerRejection = (reason: ServerRejection, status: number) => {
     metrics.rejections.inc({ reason });
     logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
   };

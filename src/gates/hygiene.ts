@@ -3,7 +3,7 @@
  * could read differently, before anything else looks at the request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ShimError } from '../proxy/errors.ts';
+import { ShimError, UPGRADE_REFUSED_MESSAGE } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
 import { expectsContinue } from '../proxy/expect-continue.ts';
 import { isHostSyntax } from '../proxy/host-syntax.ts';
@@ -158,7 +158,7 @@ export function assertHygiene(
   httpVersion = '1.1',
 ): void {
   if (isUpgradeRequest(headers)) {
-    throw new ShimError('upgrade', 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
+    throw new ShimError('upgrade', UPGRADE_REFUSED_MESSAGE);
   }
   const problem =
     checkRequestTarget(target) ??

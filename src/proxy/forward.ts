@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { type CoreMetrics, routeShape, type UpstreamErrorKind } from '../observability/metrics.ts';
+import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createDecoder, createEncoder, supportedCoding } from './content-coding.ts';
@@ -31,7 +31,7 @@ import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { earlyHints, headerValue, responseHead } from './response-writer.ts';
-import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
+import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import {
   decideUpstreamFailure,
@@ -39,6 +39,7 @@ import {
   NO_RESPONSE_CODE,
   SWITCHED_PROTOCOLS_CODE,
   UPSTREAM_MESSAGES,
+  type UpstreamDecision,
 } from './upstream-error.ts';
 
 export { hasLargeUnreadBody } from './request-body.ts';
@@ -111,7 +112,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
 
-  const skip = (state: ExchangeState, reason: string) => {
+  const skip = (state: ExchangeState, reason: UnpatchedReason) => {
     metrics.patchesSkipped.inc({ reason });
     state.exchange.logFields.patchSkipped = reason;
     logger.warn({ path: state.exchange.path, reason }, 'response forwarded unpatched');
@@ -206,7 +207,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           state.exchange.logFields.upstreamError = err.code ?? err.message;
           return;
         }
-        upstreamFailed(res, state, err, decision.kind, decision.action === 'respond');
+        upstreamFailed(res, state, err, decision);
         // Nothing of the upstream's response may follow the shim's 502/504 (or the abort), and nothing
         // more of the client's body goes to it: destroyed, the request no longer holds the body's pump
         // waiting for a `drain` that would never come.
@@ -272,30 +273,31 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     send();
   };
 
-  /** Counts and logs an upstream failure; answers 502/504 (`respond`) or aborts the client's response. */
+  /**
+   * Counts and logs an upstream failure; answers with the decision's 502/504 (`respond`, while nothing
+   * was sent) or aborts the client's response (`abort`).
+   */
   const upstreamFailed = (
     res: ServerResponse,
     state: ExchangeState,
     err: NodeJS.ErrnoException,
-    kind: UpstreamErrorKind,
-    respond: boolean,
+    decision: UpstreamDecision & { action: 'respond' | 'abort' },
   ) => {
-    metrics.upstreamErrors.inc({ kind });
+    metrics.upstreamErrors.inc({ kind: decision.kind });
     state.exchange.logFields.upstreamError = err.code ?? err.message;
-    if (!respond || res.headersSent) {
+    if (decision.action === 'abort' || res.headersSent) {
       res.destroy();
       return;
     }
-    const reason = `upstream_${kind}` as const;
-    state.rejection = reason;
+    state.rejection = decision.reason;
     // A request body still arriving (streamed to the upstream that failed) will not be forwarded: the
     // connection closes after the answer, and what the client still sends is read and dropped
     // meanwhile (runtime.ts, staged close). Kept alive, the paused body stalled the connection.
     const unread = !res.req.complete;
     sendError(
       res,
-      kind === 'timeout' ? 504 : 502,
-      UPSTREAM_MESSAGES[kind],
+      decision.status,
+      UPSTREAM_MESSAGES[decision.kind],
       options.responseHeaders(state, undefined),
       unread,
     );

@@ -49,6 +49,13 @@ export interface BodyRewrite {
 /** Why a streaming patch stopped patching (counted in shim_response_patches_skipped_total{reason}). */
 export type PatchSkipReason = 'invalid_json' | 'too_deep' | 'value_too_large' | 'budget_exhausted';
 
+/**
+ * Why a response that a hook asked to patch went out unpatched (from some point on): the patch's own
+ * {@link PatchSkipReason}, or `unsupported_encoding`, the core's, for a `Content-Encoding` it cannot
+ * decode. The `reason` label of `shim_response_patches_skipped_total`.
+ */
+export type UnpatchedReason = PatchSkipReason | 'unsupported_encoding';
+
 /** Outcome of a response patch so far; final after end(). */
 export type PatchOutcome =
   | { readonly kind: 'patched' } // at least one member was inserted

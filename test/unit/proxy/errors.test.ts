@@ -63,6 +63,9 @@ describe('ShimError', () => {
     ['upstream_timeout', 504],
     ['buffer_budget', 503],
     ['body_timeout', 408],
+    ['malformed', 400],
+    ['header_size', 431],
+    ['request_timeout', 408],
   ])('%s → %d', (reason, status) => {
     const err = new ShimError(reason, 'message');
     expect(err.statusCode).toBe(status);
@@ -73,7 +76,7 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(14);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(17);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 
