@@ -23,9 +23,9 @@ import {
 } from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
+import { headerValue } from './proxy/raw-headers.ts';
 import { ClientAbortedError } from './proxy/request-body.ts';
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
-import { headerValue } from './proxy/response-writer.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
 

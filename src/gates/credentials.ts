@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { parse as parseCookie } from 'cookie';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
+import { headerCount } from '../proxy/raw-headers.ts';
 
 /** Where credentials may come from. */
 export interface CredentialRules {
@@ -17,19 +18,6 @@ export interface CredentialRules {
 
 /** Which credential admitted a request, or why none did. */
 export type CredentialVerdict = 'api-key' | 'cookies' | { problem: string };
-
-/**
- * Counts how often a header name occurs in `rawHeaders` (case-insensitive): Node joins a repeated
- * unknown header with `, `, which would hide a duplicated credential.
- */
-export function headerCount(rawHeaders: readonly string[], lowerName: string): number {
-  let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (name.length === lowerName.length && name.toLowerCase() === lowerName) n++;
-  }
-  return n;
-}
 
 /**
  * Parses a `Cookie` request header as plain RFC 6265 §4.2.1 values with the `cookie` package, the
@@ -80,6 +68,7 @@ export function checkCredentials(
   rules: CredentialRules,
 ): CredentialVerdict {
   if (req.headers[rules.apiKeyHeader] !== undefined) {
+    // Node joins a repeated unknown header with `, `, which would hide a duplicated key.
     if (headerCount(req.rawHeaders, rules.apiKeyHeader) > 1) {
       return { problem: `Send exactly one ${rules.apiKeyHeader} header.` };
     }

@@ -4,6 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Gate } from '../proxy/exchange.ts';
+import { hasRequestBody } from '../proxy/outgoing-request.ts';
 
 /** Public path rules as read from `PUBLIC_PATHS`. */
 export interface PublicPaths {
@@ -49,8 +50,8 @@ export function isPreflight(method: string, headers: IncomingHttpHeaders): boole
     headers.origin !== undefined &&
     headers['access-control-request-method'] !== undefined &&
     // A preflight never has a body (Fetch standard); one that does is not a browser's and is checked.
-    headers['transfer-encoding'] === undefined &&
-    (headers['content-length'] === undefined || headers['content-length'] === '0')
+    // The forwarder's own rule, so that the two never disagree (`Content-Length: 00` is no body).
+    !hasRequestBody(headers)
   );
 }
 

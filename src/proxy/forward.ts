@@ -27,10 +27,11 @@ import {
   hasRequestBody,
   upstreamTarget,
 } from './outgoing-request.ts';
+import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { earlyHints, headerValue, responseHead } from './response-writer.ts';
+import { earlyHints, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import {
@@ -74,7 +75,7 @@ export interface ForwarderOptions {
   /**
    * Headers to add to every response of an exchange (upstream's or shim-made), computed when the
    * response starts; `upstream` is the upstream's response, `undefined` for shim-made responses (read
-   * its headers with `headerValue`, response-writer.ts: a pass-through never builds `upstream.headers`).
+   * its headers with `headerValue`, raw-headers.ts: a pass-through never builds `upstream.headers`).
    */
   responseHeaders(state: ExchangeState, upstream: IncomingMessage | undefined): string[];
 }
@@ -225,10 +226,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       });
 
       // A 103 the upstream sends of its own accord goes on (RFC 9110 §15.2: a proxy MUST forward such
-      // 1xx), never to an HTTP/1.0 client. Not a 100 (the shim answered the client's Expect itself, and
+      // 1xx), never to an HTTP/1.0 (or 0.9) client. Not a 100 (the shim answered the client's Expect itself, and
       // sends no Expect upstream) nor a 102 (deprecated; Node's server can send none of its own fields).
       upstreamReq.on('information', (info) => {
-        if (info.statusCode !== 103 || res.headersSent || clientGone || req.httpVersion === '1.0') return;
+        if (info.statusCode !== 103 || res.headersSent || clientGone || isHttp10OrOlder(req.httpVersion))
+          return;
         const hints = earlyHints(info.rawHeaders);
         if (hints === undefined) return;
         try {

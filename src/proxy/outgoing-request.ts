@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
 import { isHostSyntax } from './host-syntax.ts';
+import { trimOws } from './raw-headers.ts';
 
 /**
  * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
@@ -231,7 +232,7 @@ const isScheme = (element: string) => SCHEME.test(element);
 function everyElement(list: string, valid: (element: string) => boolean): boolean {
   if (list === '') return true;
   for (const element of list.split(',')) {
-    const trimmed = element.replace(/^[ \t]+|[ \t]+$/g, '');
+    const trimmed = trimOws(element);
     if (trimmed === '' || !valid(trimmed)) return false;
   }
   return true;

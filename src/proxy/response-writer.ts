@@ -4,7 +4,6 @@
  * response's head only with its first body byte, so that an upstream dying before any byte can still
  * be answered with a 502.
  */
-import type { IncomingMessage } from 'node:http';
 import { endToEndRawHeaders } from './hop-by-hop.ts';
 
 /**
@@ -36,34 +35,6 @@ export function mergeVary(upstream: string | undefined, name: string): string {
  */
 export function weakEtag(etag: string): string {
   return etag.startsWith('W/') ? etag : `W/${etag}`;
-}
-
-/**
- * One header of a received message, read from its raw header list: exactly `message.headers[name]`,
- * without building the parsed headers object, which Node does lazily on first access and a
- * pass-through never needs otherwise (about 1 µs per response of 7 headers). A name that occurs more
- * than once (and `set-cookie`, always an array) is left to `message.headers`, so Node's own rules
- * (first kept, joined, or listed) decide.
- * @param message The upstream's response (`rawHeaders`, and `headers` for repeated names).
- * @param lowerName The header name, lower case.
- * @returns The value as `message.headers` has it, `undefined` when absent.
- * @example
- * headerValue(upstreamRes, 'vary') // → 'Accept-Encoding' for a response with `Vary: Accept-Encoding`
- */
-export function headerValue(
-  message: Pick<IncomingMessage, 'rawHeaders' | 'headers'>,
-  lowerName: string,
-): string | string[] | undefined {
-  if (lowerName === 'set-cookie') return message.headers[lowerName]; // always an array in Node's view
-  const raw = message.rawHeaders;
-  let found: number | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length !== lowerName.length || name.toLowerCase() !== lowerName) continue;
-    if (found !== undefined) return message.headers[lowerName];
-    found = i + 1;
-  }
-  return found === undefined ? undefined : raw[found];
 }
 
 /**

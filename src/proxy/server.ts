@@ -6,6 +6,8 @@ import http, { type IncomingMessage, type RequestListener, type ServerResponse }
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorBody, REJECTION_STATUS, type ServerRejection, UPGRADE_REFUSED_MESSAGE } from './errors.ts';
+import { connectionOptions } from './hop-by-hop.ts';
+import { isHttp10OrOlder } from './raw-headers.ts';
 
 /**
  * Server timeouts, in ms (documented in docs/operations.md):
@@ -78,15 +80,11 @@ type ParserErrorTurn =
 
 /**
  * Whether a request asks to close the connection after its response (RFC 9112 §9.3, §9.6): a `close`
- * connection option, or HTTP/1.0 without `keep-alive`.
+ * connection option, or HTTP/1.0 (or 0.9) without `keep-alive`.
  */
 function asksToClose(req: IncomingMessage): boolean {
-  const http10 = req.httpVersionMajor === 1 && req.httpVersionMinor === 0;
-  const connection = req.headers.connection;
-  if (connection === undefined) return http10;
-  const options = connection.toLowerCase().split(',');
-  const has = (option: string) => options.some((o) => o.trim() === option);
-  return has('close') || (http10 && !has('keep-alive'));
+  const options = connectionOptions(req.headers.connection);
+  return options.includes('close') || (isHttp10OrOlder(req.httpVersion) && !options.includes('keep-alive'));
 }
 
 /**

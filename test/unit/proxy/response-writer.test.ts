@@ -2,12 +2,10 @@
  * Writing the upstream's response (SPEC §6; RFC 9110 §8.8.1 weak validators, §12.5.5 Vary): the
  * response head for streamed and patched bodies, and Vary merging.
  */
-import { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import {
   earlyHints,
   exposedNames,
-  headerValue,
   mergeVary,
   responseHead,
   weakEtag,
@@ -277,33 +275,6 @@ describe('responseHead', () => {
   it('with a Vary name and no upstream Vary: the name alone', () => {
     const head = responseHead({ rawHeaders: [], etag: undefined, vary: undefined }, [], false, 'V');
     expect(head).toEqual(['Vary', 'V']);
-  });
-});
-
-describe('headerValue', () => {
-  /** A received message as Node's parser fills it: rawHeaders, and the lazily built headers from them. */
-  function received(rawHeaders: string[]): IncomingMessage {
-    const message = new IncomingMessage(undefined as never); // no socket: only the header views are read
-    message.rawHeaders = rawHeaders;
-    (message as unknown as { _addHeaderLines(h: string[], n: number): void })._addHeaderLines(
-      rawHeaders,
-      rawHeaders.length,
-    );
-    return message;
-  }
-
-  it.each<[string, string[]]>([
-    ['vary', ['Content-Type', 'a', 'Vary', 'Accept-Encoding']],
-    ['vary', ['Vary', 'Accept-Encoding', 'vary', 'Origin']],
-    ['etag', ['ETag', '"a"', 'etag', '"b"']],
-    ['etag', []],
-    ['service-version', ['Service-Version', '1.2.3']],
-    ['service-version', ['Service-Version', '1.2.3', 'SERVICE-VERSION', '1.2.4']],
-    ['set-cookie', ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']],
-    ['set-cookie', ['Set-Cookie', 'a=1']],
-    ['x', ['X', '', 'Y', 'z']],
-  ])('%s in %j is what message.headers has', (name, raw) => {
-    expect(headerValue(received(raw), name)).toEqual(received(raw).headers[name]);
   });
 });
 
