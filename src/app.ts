@@ -104,11 +104,16 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   const corsOrigins = new Set(config.corsAllowedOrigins);
+  /** The headers of every response the shim makes itself: the service version once known (SPEC §7). */
+  const ownHeaders = (): string[] =>
+    serviceVersion.text === undefined ? [] : [config.serviceVersionHeader, serviceVersion.text];
   const responseHeaders = (state: ExchangeState, upstream: IncomingMessage | undefined) => {
-    const out: string[] = [];
-    if (upstream) serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
-    else {
-      if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+    let out: string[];
+    if (upstream) {
+      out = [];
+      serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
+    } else {
+      out = ownHeaders();
       if (varyHeader !== undefined) out.push('Vary', varyHeader);
     }
     for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
@@ -231,7 +236,5 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
   };
   const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
-  const ownHeaders = () =>
-    serviceVersion.text === undefined ? [] : [config.serviceVersionHeader, serviceVersion.text];
   return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
 }

@@ -105,3 +105,35 @@ export function errorBody(statusCode: number, message: string): Buffer {
     'utf8',
   );
 }
+
+/**
+ * The head and body of a shim-made error (SPEC §7), for both writers: respond.ts `sendError` and the
+ * front server's own refusals (server.ts). Never stored by a cache (`no-store`: it describes this
+ * request, not the resource; RFC 9111 §5.2.2.5).
+ * @param statusCode HTTP status (e.g. 502).
+ * @param message What is wrong and how to fix it.
+ * @param extra Headers to add after the framing (service version, warnings, CORS), flat `[name, value, …]`.
+ * @returns `headers`, flat: `Content-Type`, `Content-Length`, `Cache-Control`, then `extra` (a new
+ *   array: the caller may push `Connection: close`); `body` from {@link errorBody}.
+ * @example
+ * errorHead(504, 'The upstream service did not respond in time.', ['Service-Version', '0.60.0']).headers
+ * // → ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', '102',
+ * //    'Cache-Control', 'no-store', 'Service-Version', '0.60.0']
+ */
+export function errorHead(
+  statusCode: number,
+  message: string,
+  extra: readonly string[],
+): { headers: string[]; body: Buffer } {
+  const body = errorBody(statusCode, message);
+  const headers = [
+    'Content-Type',
+    'application/json; charset=utf-8',
+    'Content-Length',
+    String(body.length),
+    'Cache-Control',
+    'no-store',
+  ];
+  for (const value of extra) headers.push(value);
+  return { headers, body };
+}

@@ -5,7 +5,7 @@
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorBody, REJECTION_STATUS, type ServerRejection, UPGRADE_REFUSED_MESSAGE } from './errors.ts';
+import { errorHead, REJECTION_STATUS, type ServerRejection, UPGRADE_REFUSED_MESSAGE } from './errors.ts';
 import { connectionOptions } from './hop-by-hop.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 
@@ -284,15 +284,14 @@ function closeInStages(socket: Duplex): void {
 }
 
 /**
- * Writes a shim-made error straight to the socket (the JSON of SPEC §7, `Cache-Control: no-store` as
- * respond.ts `sendError` sends it, and `headers`), then closes the connection in stages.
+ * Writes a shim-made error straight to the socket (errors.ts {@link errorHead}, as respond.ts
+ * `sendError` sends it, with `extra` and `Connection: close`), then closes the connection in stages.
  */
-function writeRaw(socket: Duplex, status: number, message: string, headers: readonly string[]): void {
-  const body = errorBody(status, message);
-  let head =
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${body.length}\r\nCache-Control: no-store\r\n`;
+function writeRaw(socket: Duplex, status: number, message: string, extra: readonly string[]): void {
+  const { headers, body } = errorHead(status, message, extra);
+  headers.push('Connection', 'close');
+  let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  socket.write(`${head}Connection: close\r\n\r\n${body.toString('utf8')}`);
+  socket.write(`${head}\r\n${body.toString('utf8')}`);
   closeInStages(socket);
 }

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   errorBody,
+  errorHead,
   REJECTION_RETRY_AFTER,
   REJECTION_STATUS,
   type RejectionReason,
@@ -44,6 +45,31 @@ describe('errorBody', () => {
     const body = errorBody(400, 'bad "quote" \\ and ü\n');
     expect(JSON.parse(body.toString('utf8')).message).toBe('bad "quote" \\ and ü\n');
     expect(body.includes(Buffer.from('ü', 'utf8'))).toBe(true);
+  });
+});
+
+describe('errorHead', () => {
+  it('gives the framing, no-store and the extra headers in order, and the body', () => {
+    const { headers, body } = errorHead(502, 'x', ['Service-Version', '1.2.3']);
+    expect(body).toEqual(errorBody(502, 'x'));
+    expect(headers).toEqual([
+      'Content-Type',
+      'application/json; charset=utf-8',
+      'Content-Length',
+      String(body.length),
+      'Cache-Control',
+      'no-store',
+      'Service-Version',
+      '1.2.3',
+    ]);
+  });
+
+  it('returns a new header list each time (callers append Connection: close)', () => {
+    const extra = ['A', 'b'];
+    const first = errorHead(400, 'x', extra);
+    first.headers.push('Connection', 'close');
+    expect(errorHead(400, 'x', extra).headers).not.toContain('Connection');
+    expect(extra).toEqual(['A', 'b']);
   });
 });
 
