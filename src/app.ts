@@ -22,9 +22,9 @@ import {
   ShimError,
 } from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
-import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
+import { createForwarder, type Forwarder } from './proxy/forward.ts';
 import { headerValue } from './proxy/raw-headers.ts';
-import { ClientAbortedError } from './proxy/request-body.ts';
+import { ClientAbortedError, hasLargeUnreadBody } from './proxy/request-body.ts';
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
@@ -87,7 +87,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     logger,
     registry: metrics.registry,
     budget,
-    credentials: { apiKeyHeader: config.apiKeyHeader, cookies: config.authCookies },
+    credentials: { apiKeyHeader: config.apiKeyHeader },
     ...(deps.now !== undefined && { now: deps.now }),
   };
   const plugins: ProxyPlugin[] =

@@ -122,15 +122,6 @@ export function routeShape(path: string): string {
   return out === '' ? '/' : out;
 }
 
-/**
- * @deprecated Use {@link routeShape}; kept for callers that still pass a second argument (ignored:
- * learning is per runtime, {@link RouteLabels}). The result is a shape, not a label: metrics of a
- * {@link CoreMetrics} map it through their instance's labels.
- */
-export function routeClass(path: string, _learn?: boolean): string {
-  return routeShape(path);
-}
-
 /** Bounds of the route labels (docs/operations.md, "Route labels"). */
 export const ROUTE_LABEL_LIMITS = Object.freeze({
   /** Distinct route classes labelled per runtime; later shapes are `other`. */

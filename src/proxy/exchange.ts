@@ -21,8 +21,6 @@ export interface ExchangeState {
   unchecked: 'preflight' | 'public' | undefined;
   /** Hooks the plugins returned for this request. */
   hooks: ExchangeHooks[];
-  /** The rewritten request body to forward instead of the client's stream. */
-  forwardBody: Buffer | undefined;
   /** Why the shim answered itself, when it did. */
   rejection: RejectionReason | undefined;
   /** Set when the upstream timer fired, so the resulting error maps to 504. */
@@ -54,7 +52,6 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
     shape: undefined,
     unchecked: undefined,
     hooks: [],
-    forwardBody: undefined,
     rejection: undefined,
     upstreamTimedOut: false,
     upstreamStartedAt: 0,

@@ -43,9 +43,6 @@ import {
   type UpstreamDecision,
 } from './upstream-error.ts';
 
-export { hasLargeUnreadBody } from './request-body.ts';
-export { upstreamErrorKind } from './upstream-error.ts';
-
 /** Options of {@link createForwarder}. */
 export interface ForwarderOptions {
   /** The canonical upstream, `http://` or `https://` (a path prefix is kept). */
@@ -438,7 +435,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     } finally {
       clearTimeout(timer);
     }
-    state.forwardBody = body;
     dispatch(req, res, state, url, body, dropRange, held);
   };
 

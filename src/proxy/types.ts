@@ -127,7 +127,10 @@ export interface ExchangeHooks {
 
 /** A plugin on the two seams (request rewriter and response patcher). */
 export interface ProxyPlugin {
-  /** Short name for logs and metrics. */
+  /**
+   * Short name of the plugin (e.g. `aliases`), for whoever reads a plugin list in code or a debugger;
+   * the core itself reads none (a plugin labels its own metrics and log fields).
+   */
   readonly name: string;
   /**
    * Called once per admitted request after the gates, with the original request.
@@ -160,8 +163,8 @@ export interface PluginContext {
   readonly registry: Registry;
   /** The clock, ms since the epoch (default `Date.now`); injected by tests. */
   readonly now?: () => number;
-  /** How the credential gate admits requests (`API_KEY_HEADER`, lower-cased; `AUTH_COOKIES`). */
-  readonly credentials?: { readonly apiKeyHeader: string; readonly cookies: readonly string[] };
+  /** The header the credential gate reads an API key from (`API_KEY_HEADER`, lower-cased). */
+  readonly credentials?: { readonly apiKeyHeader: string };
   /** The process-wide bound on buffered bytes (`MAX_BUFFERED_BYTES`), shared with the core. */
   readonly budget: BufferBudget;
 }
