@@ -21,6 +21,12 @@ export interface ExchangeState {
   unchecked: 'preflight' | 'public' | undefined;
   /** Hooks the plugins returned for this request. */
   hooks: ExchangeHooks[];
+  /**
+   * Some hook of the exchange has `onResponse` (it may patch the body): the client's `Range` and
+   * `If-Range` are not forwarded, and its responses say `Accept-Ranges: none` (SPEC §6; RFC 9110
+   * §14.2: the full 200 is patched). Decided by the forwarder before the request goes upstream.
+   */
+  rangesRefused: boolean;
   /** Why the shim answered itself, when it did. */
   rejection: RejectionReason | undefined;
   /** Set when the upstream timer fired, so the resulting error maps to 504. */
@@ -52,6 +58,7 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
     shape: undefined,
     unchecked: undefined,
     hooks: [],
+    rangesRefused: false,
     rejection: undefined,
     upstreamTimedOut: false,
     upstreamStartedAt: 0,

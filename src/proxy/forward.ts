@@ -87,7 +87,21 @@ export interface Forwarder {
 /** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);
 
-const noop = (): void => {};
+/**
+ * One exchange on its way upstream: made by the handler (one small object per request), completed by
+ * the body rewrite, read by every step after it.
+ */
+interface Forwarding {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly state: ExchangeState;
+  /** The origin-form target after the plugins' query rewrites, e.g. `/missions?skip=1`. */
+  readonly url: string;
+  /** What goes upstream as the body: nothing, the client's stream, or the rewritten bytes. */
+  body: Buffer | 'stream' | undefined;
+  /** The budget held for a rewritten body: released once the upstream's head arrived. */
+  reservation: Reservation | undefined;
+}
 
 /** Error code the shim gives its own upstream timeout. */
 const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
@@ -110,28 +124,28 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
 
-  const skip = (state: ExchangeState, reason: UnpatchedReason) => {
+  /** Counts and logs a response that a hook asked to patch and that went out unpatched (from some point on). */
+  const countUnpatched = (state: ExchangeState, reason: UnpatchedReason) => {
     metrics.patchesSkipped.inc({ reason });
     state.exchange.logFields.patchSkipped = reason;
     logger.warn({ path: state.exchange.path, reason }, 'response forwarded unpatched');
   };
 
-  /** One exchange, from the (possibly rewritten) request to the end of the response. */
-  const forward = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
-    path: string,
-    headers: string[],
-    body: Buffer | 'stream' | undefined,
-    replayable: boolean,
-    release: () => void,
-  ): void => {
+  /**
+   * One exchange, from the (possibly rewritten) request to the end of the response.
+   * @param f The exchange.
+   * @param path The upstream request target (the upstream URL's prefix, then `f.url`).
+   * @param headers The upstream request's head, flat (outgoing-request.ts `buildUpstreamHeaders`).
+   */
+  const forward = (f: Forwarding, path: string, headers: string[]): void => {
+    const { req, res, state, body } = f;
     // The client may have gone while the gates ran or the body was read: its 'close' has passed.
     if (res.destroyed || req.socket.destroyed) {
-      release();
+      f.reservation?.release();
       return;
     }
+    // Idempotent, and the shim holds the whole body (or there is none): can be sent again.
+    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
     let attempt = 0;
     let clientGone = false;
     let current: ClientRequest | undefined;
@@ -205,7 +219,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           state.exchange.logFields.upstreamError = err.code ?? err.message;
           return;
         }
-        upstreamFailed(res, state, err, decision);
+        upstreamFailed(f, err, decision);
         // Nothing of the upstream's response may follow the shim's 502/504 (or the abort), and nothing
         // more of the client's body goes to it: destroyed, the request no longer holds the body's pump
         // waiting for a `drain` that would never come.
@@ -249,14 +263,14 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         headReceived = true;
         upstreamResponse = upstreamRes;
         clearTimeout(headerTimer);
-        release();
+        f.reservation?.release();
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
         upstreamRes.on('close', () => {
           if (!upstreamRes.complete)
             fail(Object.assign(new Error('upstream response cut short'), { code: 'ECONNRESET' }));
         });
         try {
-          respond(req, res, state, upstreamRes, fail);
+          relayResponse(f, upstreamRes, fail);
         } catch (err) {
           // A fault in one exchange's handling fails that exchange, never the process.
           logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
@@ -277,8 +291,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
    * was sent) or aborts the client's response (`abort`).
    */
   const upstreamFailed = (
-    res: ServerResponse,
-    state: ExchangeState,
+    { res, state }: Forwarding,
     err: NodeJS.ErrnoException,
     decision: UpstreamDecision & { action: 'respond' | 'abort' },
   ) => {
@@ -303,11 +316,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (unread) res.req.resume();
   };
 
-  /** The upstream's head arrived: stream it through, or through the patches. */
-  const respond = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
+  /** The upstream's head arrived: stream it through to the client, or through the patches. */
+  const relayResponse = (
+    { req, res, state }: Forwarding,
     upstreamRes: IncomingMessage,
     fail: (err: NodeJS.ErrnoException) => void,
   ) => {
@@ -318,11 +329,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
     let patches: ResponsePatch[] | undefined;
-    // Range was not forwarded while a hook has onResponse (handler): no ranges for this client.
-    let rangesRefused = false;
+    const { rangesRefused } = state;
     for (const hooks of state.hooks) {
       hooks.onStatus?.(status);
-      if (hooks.onResponse) rangesRefused = true;
       const patch = hooks.onResponse?.(status, upstreamRes.headers);
       if (patch) {
         patches ??= [];
@@ -359,13 +368,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
-      if (coding === undefined) skip(state, 'unsupported_encoding');
+      if (coding === undefined) countUnpatched(state, 'unsupported_encoding');
       res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
       pumpBody(upstreamRes, res);
       return;
     }
     const onEnd = (outcome: PatchOutcome) => {
-      if (outcome.kind === 'skipped') skip(state, outcome.reason);
+      if (outcome.kind === 'skipped') countUnpatched(state, outcome.reason);
     };
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).
@@ -378,15 +387,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   };
 
   /** Builds the upstream request's head and forwards the exchange. */
-  const dispatch = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
-    url: string,
-    body: Buffer | 'stream' | undefined,
-    dropRange: boolean,
-    reservation: Reservation | undefined,
-  ): void => {
+  const dispatch = (f: Forwarding): void => {
+    const { req, state, body } = f;
     const { headers, invalidForwarded } = buildUpstreamHeaders(
       {
         method: req.method ?? 'GET',
@@ -397,36 +399,28 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       {
         forwardedHeaders,
         rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
-        dropRange,
+        dropRange: state.rangesRefused,
         upstreamHost,
       },
     );
     // A forged X-Forwarded-Host or -Proto: dropped, and said in the request's log line.
     if (invalidForwarded !== undefined) state.exchange.logFields.invalidForwarded = invalidForwarded;
-    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
-    const release = reservation === undefined ? noop : () => reservation.release();
-    forward(req, res, state, upstreamTarget(pathPrefix, url), headers, body, replayable, release);
+    forward(f, upstreamTarget(pathPrefix, f.url), headers);
   };
 
   /** Buffers and rewrites the request body (budgeted, timed), then forwards; rejects with its ShimError. */
-  const rewriteThenDispatch = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
-    url: string,
-    rewrites: ExchangeHooks[],
-    dropRange: boolean,
-  ): Promise<void> => {
+  const rewriteThenDispatch = async (f: Forwarding, rewrites: ExchangeHooks[]): Promise<void> => {
+    const { req, res, state } = f;
     const held = new Reservation(budget);
+    f.reservation = held;
     res.once('close', () => held.release());
     const controller = new AbortController();
     const timer = setTimeout(
       () => controller.abort(),
       Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
     );
-    let body: Buffer;
     try {
-      body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
+      f.body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
         reservation: held,
         signal: controller.signal,
         // After the checks that need no byte of the body (coding, declared length, budget).
@@ -435,7 +429,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     } finally {
       clearTimeout(timer);
     }
-    dispatch(req, res, state, url, body, dropRange, held);
+    dispatch(f);
   };
 
   /**
@@ -452,13 +446,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const { exchange } = state;
     let url = req.url ?? '/';
     const body: 'stream' | undefined = hasRequestBody(req.headers) ? 'stream' : undefined;
-    let dropRange = false;
     if (state.hooks.length > 0) {
       let query = exchange.rawQuery;
       let rewrites: ExchangeHooks[] | undefined;
       for (const hooks of state.hooks) {
         if (hooks.rewriteQuery && query !== '') query = hooks.rewriteQuery(query);
-        if (hooks.onResponse) dropRange = true;
+        // A hook that may patch the body needs the full 200: no ranges for this client.
+        if (hooks.onResponse) state.rangesRefused = true;
         if (hooks.body) {
           rewrites ??= [];
           rewrites.push(hooks);
@@ -466,12 +460,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       if (query !== exchange.rawQuery) url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       if (rewrites !== undefined && body === 'stream') {
-        rewriteThenDispatch(req, res, state, url, rewrites, dropRange).catch(next);
+        rewriteThenDispatch({ req, res, state, url, body, reservation: undefined }, rewrites).catch(next);
         return;
       }
     }
     continueIfExpected(req, res);
-    dispatch(req, res, state, url, body, dropRange, undefined);
+    dispatch({ req, res, state, url, body, reservation: undefined });
   };
 
   return { handler, agent };
