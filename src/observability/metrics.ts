@@ -5,9 +5,6 @@
 import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
-/** Kinds of upstream failure, bounded. */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'invalid';
-
 /** The core metric set, registered on one registry. */
 export interface CoreMetrics {
   readonly registry: Registry;

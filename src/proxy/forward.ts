@@ -38,6 +38,7 @@ import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
   NO_RESPONSE_CODE,
+  SHIM_TIMEOUT_CODE,
   SWITCHED_PROTOCOLS_CODE,
   UPSTREAM_MESSAGES,
   type UpstreamDecision,
@@ -55,10 +56,10 @@ export interface ForwarderOptions {
    */
   upstreamTimeoutMs: number;
   /**
-   * The client's `X-Forwarded-*` and `Forwarded`: appended to (SPEC §4, default) or replaced by this
-   * hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
+   * The client's `X-Forwarded-*` and `Forwarded`: appended to (`append`, SPEC §4; the configuration's
+   * default) or replaced by this hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
    */
-  forwardedHeaders?: ForwardedHeaders;
+  forwardedHeaders: ForwardedHeaders;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /** A request body held for a rewrite must have arrived this many ms after the head (408). */
@@ -103,9 +104,6 @@ interface Forwarding {
   reservation: Reservation | undefined;
 }
 
-/** Error code the shim gives its own upstream timeout. */
-const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
-
 /** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
 const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
@@ -117,8 +115,16 @@ const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
  * app.use(handler);
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
-  const { upstreamTimeoutMs, maxRewriteBody, bodyTimeoutMs, budget, varyHeader, metrics, logger } = options;
-  const forwardedHeaders = options.forwardedHeaders ?? 'append';
+  const {
+    upstreamTimeoutMs,
+    forwardedHeaders,
+    maxRewriteBody,
+    bodyTimeoutMs,
+    budget,
+    varyHeader,
+    metrics,
+    logger,
+  } = options;
   const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
   const { agent, target } = transport;
   const pathPrefix = options.upstream.pathname;
@@ -174,7 +180,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
       const onTimeout = () => {
         state.upstreamTimedOut = true;
-        upstreamReq.destroy(Object.assign(new Error('upstream timed out'), { code: TIMEOUT_CODE }));
+        upstreamReq.destroy(upstreamError('upstream timed out', SHIM_TIMEOUT_CODE));
       };
       // Idle socket in any phase (upload, waiting, download) …
       upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
@@ -266,8 +272,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         f.reservation?.release();
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
         upstreamRes.on('close', () => {
-          if (!upstreamRes.complete)
-            fail(Object.assign(new Error('upstream response cut short'), { code: 'ECONNRESET' }));
+          if (!upstreamRes.complete) fail(upstreamError('upstream response cut short', 'ECONNRESET'));
         });
         try {
           relayResponse(f, upstreamRes, fail);
