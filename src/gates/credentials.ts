@@ -104,8 +104,17 @@ export function consumerOf(
 }
 
 /**
- * The credential gate: records which credential admitted the request; skipped for unchecked requests.
- * @throws {ShimError} `credentials` (401) unless {@link checkCredentials} admits the request.
+ * The credential gate (SPEC §3 step 5; service document part 5): admits a request with exactly one
+ * non-empty API-key header, or with every cookie of `rules.cookies` present and non-empty
+ * ({@link checkCredentials}), and records which in the log field `credential` (`api-key` or
+ * `cookies`, never the value). A repeated API-key header is refused whatever else is sent. Skipped (no check) for a request the public-path gate marked
+ * unchecked (a CORS preflight or a public path, steps 2–3). Presence and form only: the upstream
+ * verifies the credential.
+ * @param rules Cookie names (`AUTH_COOKIES`) and the lower-cased API-key header (`API_KEY_HEADER`).
+ * @returns The gate, to run after the client-version gate.
+ * @throws {ShimError} (from the gate) `credentials` (401), its message naming what is missing.
+ * @example
+ * credentialGate({ cookies: ['authtoken', 'refreshtoken'], apiKeyHeader: 'x-api-key' })(req, state);
  */
 export function credentialGate(rules: CredentialRules): Gate {
   return (req, state) => {

@@ -56,8 +56,14 @@ export function isPreflight(method: string, headers: IncomingHttpHeaders): boole
 }
 
 /**
- * The gate marking preflights and public paths as unchecked: the version and credential gates let
- * them pass (SPEC §3 steps 2–3). Never throws.
+ * The gate for SPEC §3 steps 2 and 3: marks a CORS preflight ({@link isPreflight}: `state.unchecked =
+ * 'preflight'`) and, otherwise, a request to a public path ({@link publicPathMatcher} on the path
+ * without the query: `'public'`) as unchecked, so that the client-version and credential gates let
+ * it pass and it is forwarded as it is. Preflights are marked whatever their path.
+ * @param rules `PUBLIC_PATHS`: exact paths and prefixes.
+ * @returns The gate, to run after hygiene and before the client-version gate. Never throws.
+ * @example
+ * publicPathGate({ exact: ['/api/health'], prefixes: [] })(req, state); // GET /api/health → state.unchecked === 'public'
  */
 export function publicPathGate(rules: PublicPaths): Gate {
   const isPublic = publicPathMatcher(rules);

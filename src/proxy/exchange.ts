@@ -8,7 +8,10 @@ import type { Exchange, ExchangeHooks } from './types.ts';
 /** What the core keeps for one request (on `res.locals.shim`). */
 export interface ExchangeState {
   readonly exchange: Exchange;
-  /** `performance.now()` when the request arrived, in ms. */
+  /**
+   * When the request arrived: `performance.now()` (monotonic, ms since the process's time origin,
+   * fractional), as the first middleware read it.
+   */
   readonly startedAt: number;
   /** Bounded route class for metrics and the log line; set when the response finishes. */
   route: string;
@@ -36,8 +39,15 @@ export interface ExchangeState {
 }
 
 /**
- * Creates the exchange for a request: splits the raw target into path and query.
- * @param req The incoming request (`req.url` in origin-form, already hygiene-checked or not).
+ * Creates the exchange state for a request: splits the raw target into path and query (neither
+ * decoded), no hooks, no rejection, nothing learned yet.
+ * @param req The incoming request (`req.url` in origin-form, hygiene-checked or not: a target without
+ *   `?` is all path).
+ * @param startedAt `performance.now()` at arrival, in ms (monotonic clock; see
+ *   {@link ExchangeState.startedAt}); durations are measured from it with the same clock.
+ * @returns A fresh state; `route` is `unknown` until the response finishes.
+ * @example
+ * createExchangeState(req, performance.now()).exchange.path // '/missions' for `GET /missions?skip=1`
  */
 export function createExchangeState(req: IncomingMessage, startedAt: number): ExchangeState {
   const url = req.url ?? '/';

@@ -109,10 +109,30 @@ const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
 
 /**
- * Creates the forwarder.
+ * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
+ * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
+ * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
+ * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), streams every other body, sends
+ * the request on the keep-alive pool, replays it once on a pooled connection that the upstream had
+ * closed (idempotent methods), answers 502/504 itself while the client has received nothing and
+ * aborts the client's response after that, and relays the response as it comes or through the
+ * plugins' patches.
+ * @param options The upstream and its limits ({@link ForwarderOptions}); read once, here.
+ * @returns The handler and the upstream connection pool (destroyed on shutdown).
+ * @throws {Error} when `options.upstream` is neither `http:` nor `https:` (upstream-agent.ts).
  * @example
- * const { handler } = createForwarder({ upstream: new URL('http://127.0.0.1:3000'), … });
- * app.use(handler);
+ * const { handler, agent } = createForwarder({
+ *   upstream: new URL('http://127.0.0.1:3000'),
+ *   upstreamTimeoutMs: 60_000,
+ *   forwardedHeaders: 'append',
+ *   maxRewriteBody: 1024 * 1024,
+ *   bodyTimeoutMs: 30_000,
+ *   budget: createBufferBudget(64 * 1024 * 1024),
+ *   metrics,
+ *   logger,
+ *   responseHeaders: () => [],
+ * });
+ * app.use(handler); // after the middleware that stores the exchange state (app.ts)
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const {
