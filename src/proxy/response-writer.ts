@@ -152,7 +152,7 @@ const NOT_EXPOSED = new Set([
  * standard, CORS protocol: a response header outside the safelist reaches the page's script only when
  * `Access-Control-Expose-Headers` names it). Only for a response the upstream made readable across
  * origins (`Access-Control-Allow-Origin` present): the upstream owns the CORS policy, the shim only makes
- * its own signals (`Warning`, `Deprecation`, `Sunset`, `Link`) visible where the upstream's bodies
+ * the headers it and its plugins add (`Warning`, a plugin's signals) visible where the upstream's bodies
  * already are. `*` is no wildcard for a credentialed request, so names are listed even then.
  * @param rawHeaders The response head to be sent, before `extra` (flat, end-to-end fields only).
  * @param extra The shim's headers (flat `[name, value, …]`).

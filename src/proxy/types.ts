@@ -28,8 +28,12 @@ export interface Exchange {
   /** Parsed client version; `undefined` on public paths and preflights, which skip the version gate. */
   clientVersion: SemVer | undefined;
   /**
-   * Response headers the shim adds (e.g. `Warning`), in order. They are set on the upstream's response
-   * and on errors the shim makes itself. Names are case-insensitive; repeated names are sent repeated.
+   * Headers the plugins add to this exchange's response (e.g. a deprecation signal): neither request
+   * headers nor the upstream's. Appended in `onRequest` or in an `onResponse` hook, in order, before
+   * the response head is built; sent on the upstream's response after its own end-to-end headers, and
+   * on a response the shim makes itself (4xx/5xx) after its service version; the core's own `Warning`
+   * for an outdated client comes after them. Names are case-insensitive; a name repeated is sent
+   * repeated. A CORS response names them in `Access-Control-Expose-Headers`.
    */
   readonly responseHeaders: Array<[name: string, value: string]>;
   /** Extra fields for this request's log line (bounded, non-secret values only). */
@@ -65,7 +69,7 @@ export type PatchOutcome =
 /**
  * A streaming patch of one response body (decoded bytes in, patched bytes out), created from the
  * response head before any body byte. Holds back only the value of a member it must copy, bounded
- * per response (MAX_PATCH_VALUE) and process-wide (the BufferBudget); everything else is emitted at once.
+ * per response (by the plugin's own limit on a held value) and process-wide (the BufferBudget); everything else is emitted at once.
  */
 export interface ResponsePatch {
   /**
@@ -128,8 +132,8 @@ export interface ExchangeHooks {
 /** A plugin on the two seams (request rewriter and response patcher). */
 export interface ProxyPlugin {
   /**
-   * Short name of the plugin (e.g. `aliases`), for whoever reads a plugin list in code or a debugger;
-   * the core itself reads none (a plugin labels its own metrics and log fields).
+   * Short name of the plugin, for whoever reads a plugin list in code or a debugger; the core itself
+   * reads none (a plugin labels its own metrics and log fields).
    */
   readonly name: string;
   /**
