@@ -192,7 +192,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       res.destroy();
       return;
     }
-    if (err instanceof ShimError) {
+    // A ShimError comes from a gate or the forwarder, after `admit` stored the state.
+    if (err instanceof ShimError && state !== undefined) {
       state.rejection = err.reason;
       metrics.rejections.inc({ reason: err.reason });
       const headers = responseHeaders(state, undefined);

@@ -82,7 +82,11 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
  */
 export type Gate = (req: IncomingMessage, state: ExchangeState) => void;
 
-/** The state of a request, as stored by the first middleware. */
-export function stateOf(res: ServerResponse): ExchangeState {
-  return (res as ServerResponse & { locals: { shim: ExchangeState } }).locals.shim;
+/**
+ * The state of a request, as the first middleware stored it (app.ts, on `res.locals.shim`).
+ * @returns The state, or `undefined` for a response that middleware has not seen (an error raised
+ *   before it, a response outside the pipeline): callers check.
+ */
+export function stateOf(res: ServerResponse): ExchangeState | undefined {
+  return (res as ServerResponse & { locals?: { shim?: ExchangeState } }).locals?.shim;
 }

@@ -468,6 +468,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // Synchronous unless a body must be rewritten: a pass-through costs no promise and no microtask.
   const handler: RequestHandler = (req, res, next) => {
     const state = stateOf(res);
+    if (state === undefined) {
+      next(new Error('the forwarder runs after the middleware that stores the exchange state (app.ts)'));
+      return;
+    }
     const { exchange } = state;
     let url = req.url ?? '/';
     const body: 'stream' | undefined = hasRequestBody(req.headers) ? 'stream' : undefined;

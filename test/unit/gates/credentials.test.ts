@@ -216,7 +216,7 @@ describe('credentialGate', () => {
     let nextCalled = false;
     let error: unknown;
     try {
-      credentialGate(DEFAULT_RULES)(req, stateOf(res));
+      credentialGate(DEFAULT_RULES)(req, stateOf(res)!);
       nextCalled = true;
     } catch (err) {
       error = err;

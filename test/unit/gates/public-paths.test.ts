@@ -91,7 +91,7 @@ describe('publicPathGate', () => {
     const state = createExchangeState(req, 0);
     const res = { locals: { shim: state } } as unknown as ServerResponse;
     let nextCalled = false;
-    publicPathGate({ exact: ['/api/health'], prefixes: ['/static/'] })(req, stateOf(res));
+    publicPathGate({ exact: ['/api/health'], prefixes: ['/static/'] })(req, stateOf(res)!);
     nextCalled = true;
     expect(nextCalled).toBe(true);
     return state.unchecked;
