@@ -31,7 +31,7 @@ import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { earlyHints, responseHead } from './response-writer.ts';
+import { earlyHints, type ResponseHeadOptions, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import {
@@ -149,6 +149,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const { agent, target } = transport;
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
+
+  // responseHead's options, made once (no object per response). A patch comes only from an
+  // `onResponse` hook, whose presence refused the exchange's ranges (handler): a patched head always
+  // says `Accept-Ranges: none`.
+  const streamedHead: ResponseHeadOptions = { patched: false, varyName: varyHeader };
+  const streamedHeadNoRanges: ResponseHeadOptions = {
+    patched: false,
+    varyName: varyHeader,
+    rangesRefused: true,
+  };
+  const patchedHead: ResponseHeadOptions = { patched: true, varyName: varyHeader, rangesRefused: true };
 
   /** Counts and logs a response that a hook asked to patch and that went out unpatched (from some point on). */
   const countUnpatched = (state: ExchangeState, reason: UnpatchedReason) => {
@@ -354,7 +365,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
     let patches: ResponsePatch[] | undefined;
-    const { rangesRefused } = state;
     for (const hooks of state.hooks) {
       hooks.onStatus?.(status);
       const patch = hooks.onResponse?.(status, upstreamRes.headers);
@@ -373,8 +383,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     };
     const message = upstreamRes.statusMessage;
 
+    const streamed = state.rangesRefused ? streamedHeadNoRanges : streamedHead;
     if (patches === undefined) {
-      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
       pumpBody(upstreamRes, res);
       return;
     }
@@ -382,33 +393,33 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (req.method === 'HEAD' || BODILESS_STATUS.has(status)) {
       // The headers the patched GET would carry (no length, weak validator), no body.
       patch.destroy();
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader, rangesRefused));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
       res.end();
       upstreamRes.resume();
       return;
     }
     const coding = supportedCoding(upstreamRes.headers['content-encoding']);
-    const writeHead = () =>
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader, rangesRefused));
+    const writeHead = () => res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
       if (coding === undefined) countUnpatched(state, 'unsupported_encoding');
-      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
       pumpBody(upstreamRes, res);
       return;
     }
     const onEnd = (outcome: PatchOutcome) => {
       if (outcome.kind === 'skipped') countUnpatched(state, outcome.reason);
     };
+    const events = { writeHead, onEnd, onError: fail };
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).
-      pumpPatch(upstreamRes, res, patch, writeHead, onEnd, fail);
+      pumpPatch(upstreamRes, res, patch, events);
       return;
     }
     // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch).
     const codec = { decoder: createDecoder(coding)!, encoder: createEncoder(coding)! };
-    pumpCodedPatch(upstreamRes, res, codec, patch, writeHead, onEnd, fail);
+    pumpCodedPatch(upstreamRes, res, codec, patch, events);
   };
 
   /** Builds the upstream request's head and forwards the exchange. */

@@ -67,15 +67,28 @@ export interface UpstreamHead {
   readonly vary: string | undefined;
 }
 
+/** How {@link responseHead} changes the upstream's head. */
+export interface ResponseHeadOptions {
+  /**
+   * The body will be patched (or this is a bodiless response to a patched exchange): no
+   * `Content-Length`, a strong `ETag` made weak, no digest of the upstream's bytes.
+   */
+  readonly patched: boolean;
+  /** Request header the response varies on, merged into `Vary`; `undefined`: `Vary` untouched. */
+  readonly varyName: string | undefined;
+  /** The exchange's `Range` and `If-Range` were not forwarded: `Accept-Ranges: none` (default `false`). */
+  readonly rangesRefused?: boolean;
+}
+
 /**
  * The client's response head for an upstream response (flat `[name, value, …]`).
  *
  * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
  *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
- * - `patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6), no
+ * - `options.patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6), no
  *   digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
- * - `varyName`: merged into `Vary` with {@link mergeVary}.
- * - `rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
+ * - `options.varyName`: merged into `Vary` with {@link mergeVary}.
+ * - `options.rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
  *   replaces whatever the upstream advertised (RFC 9110 §14.3): this client cannot get ranges.
  * - A CORS response (the upstream sent `Access-Control-Allow-Origin`): the names in `extra` are added
  *   to `Access-Control-Expose-Headers` ({@link exposedNames}), one field line with the upstream's
@@ -83,17 +96,17 @@ export interface UpstreamHead {
  *
  * @param upstream The upstream head.
  * @param extra Headers the shim adds, flat.
- * @param patched The body will be patched (or this is a bodiless response to a patched exchange).
- * @param varyName Request header the response varies on (`undefined`: `Vary` untouched).
- * @param rangesRefused The exchange's `Range` and `If-Range` were not forwarded (default `false`).
+ * @param options Patched, the `Vary` name, ranges refused ({@link ResponseHeadOptions}).
+ * @example
+ * responseHead({ rawHeaders: ['ETag', '"a"'], etag: '"a"', vary: undefined }, ['Warning', 'w'], { patched: true, varyName: 'V' })
+ * // → ['ETag', 'W/"a"', 'Vary', 'V', 'Warning', 'w']
  */
 export function responseHead(
   upstream: UpstreamHead,
   extra: readonly string[],
-  patched: boolean,
-  varyName: string | undefined,
-  rangesRefused = false,
+  options: ResponseHeadOptions,
 ): string[] {
+  const { patched, varyName, rangesRefused = false } = options;
   const flags =
     (patched ? PATCHED : 0) | (varyName === undefined ? 0 : VARIED) | (rangesRefused ? RANGES_REFUSED : 0);
   const head = endToEndRawHeaders(upstream.rawHeaders, dropSets[flags]);

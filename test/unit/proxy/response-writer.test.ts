@@ -114,7 +114,7 @@ describe('responseHead', () => {
   };
 
   it('streamed: end-to-end headers as sent, then the shim’s', () => {
-    expect(responseHead(upstream, ['Warning', 'w'], false, undefined)).toEqual([
+    expect(responseHead(upstream, ['Warning', 'w'], { patched: false, varyName: undefined })).toEqual([
       'Content-Type',
       'application/json',
       'Content-Length',
@@ -133,7 +133,7 @@ describe('responseHead', () => {
   });
 
   it('patched: no Content-Length, weak ETag, Set-Cookie untouched', () => {
-    expect(responseHead(upstream, [], true, undefined)).toEqual([
+    expect(responseHead(upstream, [], { patched: true, varyName: undefined })).toEqual([
       'Content-Type',
       'application/json',
       'Set-Cookie',
@@ -163,8 +163,13 @@ describe('responseHead', () => {
       etag: undefined,
       vary: undefined,
     };
-    expect(responseHead(withDigests, [], true, undefined)).toEqual(['Content-Type', 'application/json']);
-    expect(responseHead(withDigests, [], false, undefined)).toEqual(withDigests.rawHeaders);
+    expect(responseHead(withDigests, [], { patched: true, varyName: undefined })).toEqual([
+      'Content-Type',
+      'application/json',
+    ]);
+    expect(responseHead(withDigests, [], { patched: false, varyName: undefined })).toEqual(
+      withDigests.rawHeaders,
+    );
   });
 
   it('ranges refused (Range not forwarded): Accept-Ranges none replaces the upstream’s (RFC 9110 §14.3)', () => {
@@ -173,14 +178,19 @@ describe('responseHead', () => {
       etag: undefined,
       vary: undefined,
     };
-    expect(responseHead(ranged, [], false, undefined, true)).toEqual([
+    expect(responseHead(ranged, [], { patched: false, varyName: undefined, rangesRefused: true })).toEqual([
       'Content-Length',
       '5',
       'Accept-Ranges',
       'none',
     ]);
-    expect(responseHead(ranged, [], true, 'V', true)).toEqual(['Vary', 'V', 'Accept-Ranges', 'none']);
-    expect(responseHead(ranged, [], false, undefined)).toEqual(ranged.rawHeaders);
+    expect(responseHead(ranged, [], { patched: true, varyName: 'V', rangesRefused: true })).toEqual([
+      'Vary',
+      'V',
+      'Accept-Ranges',
+      'none',
+    ]);
+    expect(responseHead(ranged, [], { patched: false, varyName: undefined })).toEqual(ranged.rawHeaders);
   });
 
   it('a CORS response with headers of the shim: Access-Control-Expose-Headers names them, streamed or patched', () => {
@@ -189,14 +199,14 @@ describe('responseHead', () => {
       etag: undefined,
       vary: undefined,
     };
-    expect(responseHead(cors, ['Warning', 'w'], false, undefined)).toEqual([
+    expect(responseHead(cors, ['Warning', 'w'], { patched: false, varyName: undefined })).toEqual([
       ...cors.rawHeaders,
       'Access-Control-Expose-Headers',
       'Warning',
       'Warning',
       'w',
     ]);
-    expect(responseHead(cors, ['Warning', 'w'], true, undefined)).toEqual([
+    expect(responseHead(cors, ['Warning', 'w'], { patched: true, varyName: undefined })).toEqual([
       'Access-Control-Allow-Origin',
       'https://app.example',
       'Access-Control-Expose-Headers',
@@ -204,7 +214,7 @@ describe('responseHead', () => {
       'Warning',
       'w',
     ]);
-    expect(responseHead(cors, [], true, undefined)).toEqual([
+    expect(responseHead(cors, [], { patched: true, varyName: undefined })).toEqual([
       'Access-Control-Allow-Origin',
       'https://app.example',
     ]);
@@ -223,7 +233,9 @@ describe('responseHead', () => {
       etag: undefined,
       vary: undefined,
     };
-    expect(responseHead(cors, ['Warning', 'w', 'Deprecation', '@1'], false, undefined)).toEqual([
+    expect(
+      responseHead(cors, ['Warning', 'w', 'Deprecation', '@1'], { patched: false, varyName: undefined }),
+    ).toEqual([
       'Access-Control-Allow-Origin',
       'https://app.example',
       'Access-Control-Expose-Headers',
@@ -234,7 +246,7 @@ describe('responseHead', () => {
       '@1',
     ]);
     // Nothing new to expose: the upstream's lines stay as they were.
-    expect(responseHead(cors, ['X-Trace', 't'], false, undefined)).toEqual([
+    expect(responseHead(cors, ['X-Trace', 't'], { patched: false, varyName: undefined })).toEqual([
       ...cors.rawHeaders,
       'X-Trace',
       't',
@@ -254,7 +266,7 @@ describe('responseHead', () => {
       etag: undefined,
       vary: undefined,
     };
-    expect(responseHead(cors, ['Warning', 'w'], false, undefined)).toEqual([
+    expect(responseHead(cors, ['Warning', 'w'], { patched: false, varyName: undefined })).toEqual([
       'Access-Control-Allow-Origin',
       'https://app.example',
       'Access-Control-Expose-Headers',
@@ -266,14 +278,17 @@ describe('responseHead', () => {
 
   it('with a Vary name: one merged Vary, streamed or patched', () => {
     for (const patched of [false, true]) {
-      const head = responseHead(upstream, [], patched, 'Service-Client-Version');
+      const head = responseHead(upstream, [], { patched, varyName: 'Service-Client-Version' });
       const vary = head.filter((_, i) => i % 2 === 1 && head[i - 1] === 'Vary');
       expect(vary).toEqual(['Accept-Encoding, Service-Client-Version']);
     }
   });
 
   it('with a Vary name and no upstream Vary: the name alone', () => {
-    const head = responseHead({ rawHeaders: [], etag: undefined, vary: undefined }, [], false, 'V');
+    const head = responseHead({ rawHeaders: [], etag: undefined, vary: undefined }, [], {
+      patched: false,
+      varyName: 'V',
+    });
     expect(head).toEqual(['Vary', 'V']);
   });
 });
