@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { aliasPlugin } from './aliases/index.ts';
 import type { Config, PluginDefinition } from './config.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
-import { type CredentialRules, consumerOf, credentialGate } from './gates/credentials.ts';
+import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
 import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
@@ -172,7 +172,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       state.route = metrics.routes.label(
         state.shape,
         { status: res.statusCode, rejected: state.rejection !== undefined },
-        () => consumerOf(req, credentialRules),
+        () => credentialIdentity(req, credentialRules),
       );
       const status = String(res.statusCode);
       metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });

@@ -86,13 +86,17 @@ export function checkCredentials(
 }
 
 /**
- * Who sent a request, for per-consumer bounds (route labels): the API key, else the auth cookies'
- * values, else `undefined` (no credential: public paths, preflights). The text is a credential: hash
- * it before keeping it, never log it.
+ * The credential a request carries, as one text, for per-consumer bounds (route labels, which keep
+ * only a digest of it): the API key, else the auth cookies' values, else `undefined` (no credential:
+ * public paths, preflights). The text is the secret itself, not a consumer's name: hash it before
+ * keeping it, never log it.
  * @param req The request's headers.
  * @param rules Cookie names and API-key header.
+ * @returns `key:<api key>`, `cookies:<value>;<value>`, or `undefined`.
+ * @example
+ * credentialIdentity({ headers: { 'x-api-key': ' k ' } }, rules) // → 'key:k'
  */
-export function consumerOf(
+export function credentialIdentity(
   req: Pick<IncomingMessage, 'headers'>,
   rules: CredentialRules,
 ): string | undefined {

@@ -182,7 +182,7 @@ export class RouteLabels {
    * The label of a finished exchange, learning its shape when allowed (see the class comment).
    * @param shape From {@link routeShape}.
    * @param outcome Status and whether the shim answered itself.
-   * @param consumer Who sent it (e.g. from `consumerOf` in gates/credentials.ts), `undefined` for
+   * @param consumer Who sent it (e.g. from `credentialIdentity` in gates/credentials.ts), `undefined` for
    *   unauthenticated requests (public paths, preflights), which share one budget. Called only for
    *   unknown shapes, so the hot path never hashes.
    */

@@ -7,8 +7,8 @@ import {
   type CredentialRules,
   type CredentialVerdict,
   checkCredentials,
-  consumerOf,
   credentialGate,
+  credentialIdentity,
   parseCookies,
 } from '../../../src/gates/credentials.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
@@ -183,8 +183,8 @@ describe('parseCookies', () => {
   });
 });
 
-describe('consumerOf', () => {
-  const of = (raw: string[]) => consumerOf(requestOf(raw), DEFAULT_RULES);
+describe('credentialIdentity', () => {
+  const of = (raw: string[]) => credentialIdentity(requestOf(raw), DEFAULT_RULES);
 
   it('is the API key, else the auth cookies, else undefined', () => {
     expect(of(['x-api-key', ' k '])).toBe('key:k');
