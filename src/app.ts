@@ -143,6 +143,56 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     responseHeaders,
   });
 
+  const { admit, onError } = createAdmission(config, {
+    logger,
+    metrics,
+    plugins,
+    responseHeaders,
+    ownHeaders,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(admit);
+  app.use(forwarder.handler);
+  app.use(onError);
+  const onServerRejection = (reason: ServerRejection, status: number) => {
+    metrics.rejections.inc({ reason });
+    logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
+  };
+  const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
+  return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
+}
+
+/** What {@link createAdmission} needs from the composition root. */
+interface AdmissionParts {
+  readonly logger: Logger;
+  readonly metrics: CoreMetrics;
+  /** The plugins, in order: each sees every admitted request. */
+  readonly plugins: readonly ProxyPlugin[];
+  /** The headers of a response the shim makes itself for an exchange (app.ts `responseHeaders`). */
+  readonly responseHeaders: (state: ExchangeState, upstream: undefined) => string[];
+  /** The headers of a shim-made response without an exchange state (the service version). */
+  readonly ownHeaders: () => string[];
+}
+
+/**
+ * The pipeline's first and last Express layers (SPEC §3, §7, §8).
+ * - `admit`: creates the exchange state, arranges the request's metrics and log line at its end, runs
+ *   the gates in order (hygiene, preflights and public paths, client version, credentials) and
+ *   collects the plugins' hooks; a gate's `ShimError` goes to `onError`.
+ * - `onError`: answers a `ShimError` (a gate's, or the forwarder's: 408, 413, 415, 503, …) with the
+ *   shim's JSON error and counts it in `shim_rejections_total`; destroys the response of a client that
+ *   went away; answers anything else with a logged 500.
+ * @param config The validated configuration (gate rules).
+ * @param parts Logger, metrics, plugins and the shim's own response headers.
+ */
+function createAdmission(
+  config: Config,
+  parts: AdmissionParts,
+): { admit: RequestHandler; onError: ErrorRequestHandler } {
+  const { logger, metrics, plugins, responseHeaders, ownHeaders } = parts;
   const credentialRules: CredentialRules = { cookies: config.authCookies, apiKeyHeader: config.apiKeyHeader };
   /** SPEC §3, in order: hygiene, preflights and public paths, client version, credentials. */
   const gates: readonly Gate[] = [
@@ -226,16 +276,5 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     sendError(res, 500, 'The proxy failed unexpectedly; the error was logged.', headers, true);
   };
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.use(admit);
-  app.use(forwarder.handler);
-  app.use(onError);
-  const onServerRejection = (reason: ServerRejection, status: number) => {
-    metrics.rejections.inc({ reason });
-    logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
-  };
-  const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
-  return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
+  return { admit, onError };
 }
