@@ -5,12 +5,13 @@
  *
  *   outgoing-request.ts   headers and framing of the upstream request (smuggling defences)
  *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite
- *   upstream-error.ts     502/504, the one idempotent replay, abort after the head
+ *   upstream-attempt.ts   sending upstream: the attempts, timeouts, 103 hints, a failure's outcome
+ *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
  *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
  *   response-writer.ts    the client's response head, Vary
  *   upstream-agent.ts     http/https pool, TLS verification, SNI
  */
-import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
@@ -27,22 +28,15 @@ import {
   hasRequestBody,
   upstreamTarget,
 } from './outgoing-request.ts';
-import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
+import { headerValue } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { earlyHints, type ResponseHeadOptions, responseHead } from './response-writer.ts';
+import { type ResponseHeadOptions, responseHead } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
-import {
-  decideUpstreamFailure,
-  IDEMPOTENT_METHODS,
-  NO_RESPONSE_CODE,
-  SHIM_TIMEOUT_CODE,
-  SWITCHED_PROTOCOLS_CODE,
-  UPSTREAM_MESSAGES,
-  type UpstreamDecision,
-} from './upstream-error.ts';
+import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
+import { UPSTREAM_MESSAGES } from './upstream-error.ts';
 
 /** Options of {@link createForwarder}. */
 export interface ForwarderOptions {
@@ -89,26 +83,6 @@ export interface Forwarder {
 const BODILESS_STATUS = new Set([204, 205, 304]);
 
 /**
- * One exchange on its way upstream: made by the handler (one small object per request), completed by
- * the body rewrite, read by every step after it.
- */
-interface Forwarding {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly state: ExchangeState;
-  /** The origin-form target after the plugins' query rewrites, e.g. `/missions?skip=1`. */
-  readonly url: string;
-  /** What goes upstream as the body: nothing, the client's stream, or the rewritten bytes. */
-  body: Buffer | 'stream' | undefined;
-  /** The budget held for a rewritten body: released once the upstream's head arrived. */
-  reservation: Reservation | undefined;
-}
-
-/** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
-const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
-  Object.assign(new Error(message), { code });
-
-/**
  * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
  * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
  * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
@@ -146,7 +120,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     logger,
   } = options;
   const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
-  const { agent, target } = transport;
+  const { agent } = transport;
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
 
@@ -169,170 +143,18 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   };
 
   /**
-   * One exchange, from the (possibly rewritten) request to the end of the response.
-   * @param f The exchange.
-   * @param path The upstream request target (the upstream URL's prefix, then `f.url`).
-   * @param headers The upstream request's head, flat (outgoing-request.ts `buildUpstreamHeaders`).
-   */
-  const forward = (f: Forwarding, path: string, headers: string[]): void => {
-    const { req, res, state, body } = f;
-    // The client may have gone while the gates ran or the body was read: its 'close' has passed.
-    if (res.destroyed || req.socket.destroyed) {
-      f.reservation?.release();
-      return;
-    }
-    // Idempotent, and the shim holds the whole body (or there is none): can be sent again.
-    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
-    let attempt = 0;
-    let clientGone = false;
-    let current: ClientRequest | undefined;
-    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
-    res.on('close', () => {
-      if (res.writableFinished) return;
-      clientGone = true;
-      current?.destroy();
-    });
-
-    const send = () => {
-      let headReceived = false;
-      let upstreamResponse: IncomingMessage | undefined;
-      let failed = false;
-      let headerTimer: NodeJS.Timeout | undefined;
-      const upstreamReq = transport.request({
-        ...target,
-        agent,
-        method: req.method,
-        path,
-        headers,
-        setHost: false,
-      });
-      current = upstreamReq;
-      state.upstreamStartedAt = performance.now();
-
-      const onTimeout = () => {
-        state.upstreamTimedOut = true;
-        upstreamReq.destroy(upstreamError('upstream timed out', SHIM_TIMEOUT_CODE));
-      };
-      // Idle socket in any phase (upload, waiting, download) …
-      upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
-      // … and no response headers within the timeout once the request is fully sent.
-      upstreamReq.on('finish', () => {
-        if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
-      });
-
-      /**
-       * A failure of this attempt, before or after the upstream's head. `responseComplete`: the upstream
-       * connection failed after its response had been read whole (not a failure of the body's decoding).
-       */
-      const fail = (err: NodeJS.ErrnoException, responseComplete = false) => {
-        if (failed || clientGone) return;
-        clearTimeout(headerTimer);
-        const decision = decideUpstreamFailure({
-          error: err,
-          timedOut: state.upstreamTimedOut,
-          headReceived,
-          clientStarted: res.headersSent,
-          responseComplete,
-          reusedSocket: upstreamReq.reusedSocket,
-          replayable,
-          replayed: attempt > 0,
-        });
-        // Latched, so that this attempt fails once; not for `finish` (see below).
-        if (decision.action !== 'finish') failed = true;
-        if (decision.action === 'replay') {
-          // A pooled connection the upstream closed just as it was reused (RFC 9110 §9.2.2).
-          logger.debug(
-            { path: state.exchange.path, code: err.code },
-            'retrying on another upstream connection',
-          );
-          attempt++;
-          send();
-          return;
-        }
-        if (decision.action === 'finish') {
-          // The response is whole and goes on to the client; Node drops the upstream connection. Not
-          // latched: its body may still fail to decode, and that failure must reach the client.
-          metrics.upstreamErrors.inc({ kind: decision.kind });
-          state.exchange.logFields.upstreamError = err.code ?? err.message;
-          return;
-        }
-        upstreamFailed(f, err, decision);
-        // Nothing of the upstream's response may follow the shim's 502/504 (or the abort), and nothing
-        // more of the client's body goes to it: destroyed, the request no longer holds the body's pump
-        // waiting for a `drain` that would never come.
-        upstreamResponse?.destroy();
-        upstreamReq.destroy();
-      };
-      upstreamReq.on('error', (err: NodeJS.ErrnoException) => fail(err, upstreamResponse?.complete === true));
-      // Closed with neither a response nor an error — a 101 with `Connection: upgrade`, which Node's
-      // client, with no 'upgrade' listener, ends by destroying the socket: the client must not wait for
-      // a response that cannot come (SPEC §4: the shim never hangs a client).
-      upstreamReq.on('close', () => {
-        clearTimeout(headerTimer);
-        if (!headReceived)
-          fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
-      });
-
-      // A 103 the upstream sends of its own accord goes on (RFC 9110 §15.2: a proxy MUST forward such
-      // 1xx), never to an HTTP/1.0 (or 0.9) client. Not a 100 (the shim answered the client's Expect itself, and
-      // sends no Expect upstream) nor a 102 (deprecated; Node's server can send none of its own fields).
-      upstreamReq.on('information', (info) => {
-        if (info.statusCode !== 103 || res.headersSent || clientGone || isHttp10OrOlder(req.httpVersion))
-          return;
-        const hints = earlyHints(info.rawHeaders);
-        if (hints === undefined) return;
-        try {
-          res.writeEarlyHints(hints);
-        } catch (err) {
-          // Node checks `Link` against a narrower grammar than RFC 8288 (a quoted `title="a b"`
-          // throws ERR_INVALID_ARG_VALUE): such a hint is dropped, never the process.
-          logger.debug({ err, path: state.exchange.path }, 'early hints not forwarded');
-        }
-      });
-
-      upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
-        if (upstreamRes.statusCode === 101) {
-          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts); `fail`
-          // destroys its connection, never pooled (the upstream may speak another protocol on it).
-          fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
-          return;
-        }
-        headReceived = true;
-        upstreamResponse = upstreamRes;
-        clearTimeout(headerTimer);
-        f.reservation?.release();
-        upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
-        upstreamRes.on('close', () => {
-          if (!upstreamRes.complete) fail(upstreamError('upstream response cut short', 'ECONNRESET'));
-        });
-        try {
-          relayResponse(f, upstreamRes, fail);
-        } catch (err) {
-          // A fault in one exchange's handling fails that exchange, never the process.
-          logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
-          upstreamRes.destroy();
-          res.destroy();
-        }
-      });
-
-      if (body === undefined) upstreamReq.end();
-      else if (body === 'stream') pumpBody(req, upstreamReq);
-      else upstreamReq.end(body);
-    };
-    send();
-  };
-
-  /**
    * Counts and logs an upstream failure; answers with the decision's 502/504 (`respond`, while nothing
-   * was sent) or aborts the client's response (`abort`).
+   * was sent), aborts the client's response (`abort`), or lets a whole response go on (`finish`).
    */
   const upstreamFailed = (
     { res, state }: Forwarding,
     err: NodeJS.ErrnoException,
-    decision: UpstreamDecision & { action: 'respond' | 'abort' },
+    decision: FinalDecision,
   ) => {
     metrics.upstreamErrors.inc({ kind: decision.kind });
     state.exchange.logFields.upstreamError = err.code ?? err.message;
+    // A whole response goes on to the client (counted all the same).
+    if (decision.action === 'finish') return;
     if (decision.action === 'abort' || res.headersSent) {
       res.destroy();
       return;
@@ -421,6 +243,15 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const codec = { decoder: createDecoder(coding)!, encoder: createEncoder(coding)! };
     pumpCodedPatch(upstreamRes, res, codec, patch, events);
   };
+
+  /** Sends an exchange upstream and sees it through its attempts (upstream-attempt.ts). */
+  const forward = createUpstreamAttempt({
+    transport,
+    upstreamTimeoutMs,
+    logger,
+    relayResponse,
+    upstreamFailed,
+  });
 
   /** Builds the upstream request's head and forwards the exchange. */
   const dispatch = (f: Forwarding): void => {
