@@ -9,19 +9,23 @@ import type { Logger } from 'pino';
 import { aliasPlugin } from './aliases/index.ts';
 import type { Config, PluginDefinition } from './config.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
-import { type CredentialRules, consumerOf, credentialGate } from './gates/credentials.ts';
+import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
 import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
 import { createRequestLog } from './observability/request-log.ts';
 import { createBufferBudget } from './proxy/buffer-budget.ts';
-import { REJECTION_RETRY_AFTER, type RejectionReason, ShimError } from './proxy/errors.ts';
+import {
+  REJECTION_RETRY_AFTER,
+  type RejectionReason,
+  type ServerRejection,
+  ShimError,
+} from './proxy/errors.ts';
 import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
-import { createForwarder, type Forwarder, hasLargeUnreadBody } from './proxy/forward.ts';
-import { ClientAbortedError } from './proxy/request-body.ts';
+import { createForwarder, type Forwarder } from './proxy/forward.ts';
+import { headerValue } from './proxy/raw-headers.ts';
+import { ClientAbortedError, hasLargeUnreadBody } from './proxy/request-body.ts';
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
-import { headerValue } from './proxy/response-writer.ts';
-import type { ParserRejection } from './proxy/server.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
 
@@ -60,7 +64,7 @@ export interface Shim {
   /** The service version, configured or learned from the upstream. */
   readonly serviceVersion: ServiceVersion;
   /** For `createFrontServer`: counts and logs requests the HTTP server refuses before the pipeline. */
-  readonly onServerRejection: (reason: ParserRejection, status: number) => void;
+  readonly onServerRejection: (reason: ServerRejection, status: number) => void;
   /**
    * For `createFrontServer`: the headers of the responses the HTTP server writes itself, flat — the
    * service version header once the version is known (SPEC §7), else none.
@@ -83,7 +87,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     logger,
     registry: metrics.registry,
     budget,
-    credentials: { apiKeyHeader: config.apiKeyHeader, cookies: config.authCookies },
+    credentials: { apiKeyHeader: config.apiKeyHeader },
     ...(deps.now !== undefined && { now: deps.now }),
   };
   const plugins: ProxyPlugin[] =
@@ -100,11 +104,16 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   const corsOrigins = new Set(config.corsAllowedOrigins);
+  /** The headers of every response the shim makes itself: the service version once known (SPEC §7). */
+  const ownHeaders = (): string[] =>
+    serviceVersion.text === undefined ? [] : [config.serviceVersionHeader, serviceVersion.text];
   const responseHeaders = (state: ExchangeState, upstream: IncomingMessage | undefined) => {
-    const out: string[] = [];
-    if (upstream) serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
-    else {
-      if (serviceVersion.text) out.push(config.serviceVersionHeader, serviceVersion.text);
+    let out: string[];
+    if (upstream) {
+      out = [];
+      serviceVersion.observe(headerValue(upstream, serviceVersionHeader));
+    } else {
+      out = ownHeaders();
       if (varyHeader !== undefined) out.push('Vary', varyHeader);
     }
     for (const [name, value] of state.exchange.responseHeaders) out.push(name, value);
@@ -134,6 +143,56 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     responseHeaders,
   });
 
+  const { admit, onError } = createAdmission(config, {
+    logger,
+    metrics,
+    plugins,
+    responseHeaders,
+    ownHeaders,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(admit);
+  app.use(forwarder.handler);
+  app.use(onError);
+  const onServerRejection = (reason: ServerRejection, status: number) => {
+    metrics.rejections.inc({ reason });
+    logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
+  };
+  const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
+  return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
+}
+
+/** What {@link createAdmission} needs from the composition root. */
+interface AdmissionParts {
+  readonly logger: Logger;
+  readonly metrics: CoreMetrics;
+  /** The plugins, in order: each sees every admitted request. */
+  readonly plugins: readonly ProxyPlugin[];
+  /** The headers of a response the shim makes itself for an exchange (app.ts `responseHeaders`). */
+  readonly responseHeaders: (state: ExchangeState, upstream: undefined) => string[];
+  /** The headers of a shim-made response without an exchange state (the service version). */
+  readonly ownHeaders: () => string[];
+}
+
+/**
+ * The pipeline's first and last Express layers (SPEC §3, §7, §8).
+ * - `admit`: creates the exchange state, arranges the request's metrics and log line at its end, runs
+ *   the gates in order (hygiene, preflights and public paths, client version, credentials) and
+ *   collects the plugins' hooks; a gate's `ShimError` goes to `onError`.
+ * - `onError`: answers a `ShimError` (a gate's, or the forwarder's: 408, 413, 415, 503, …) with the
+ *   shim's JSON error and counts it in `shim_rejections_total`; destroys the response of a client that
+ *   went away; answers anything else with a logged 500.
+ * @param config The validated configuration (gate rules).
+ * @param parts Logger, metrics, plugins and the shim's own response headers.
+ */
+function createAdmission(
+  config: Config,
+  parts: AdmissionParts,
+): { admit: RequestHandler; onError: ErrorRequestHandler } {
+  const { logger, metrics, plugins, responseHeaders, ownHeaders } = parts;
   const credentialRules: CredentialRules = { cookies: config.authCookies, apiKeyHeader: config.apiKeyHeader };
   /** SPEC §3, in order: hygiene, preflights and public paths, client version, credentials. */
   const gates: readonly Gate[] = [
@@ -163,7 +222,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       state.route = metrics.routes.label(
         state.shape,
         { status: res.statusCode, rejected: state.rejection !== undefined },
-        () => consumerOf(req, credentialRules),
+        () => credentialIdentity(req, credentialRules),
       );
       const status = String(res.statusCode);
       metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
@@ -183,7 +242,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       res.destroy();
       return;
     }
-    if (err instanceof ShimError) {
+    // A ShimError comes from a gate or the forwarder, after `admit` stored the state.
+    if (err instanceof ShimError && state !== undefined) {
       state.rejection = err.reason;
       metrics.rejections.inc({ reason: err.reason });
       const headers = responseHeaders(state, undefined);
@@ -216,18 +276,5 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     sendError(res, 500, 'The proxy failed unexpectedly; the error was logged.', headers, true);
   };
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.disable('etag');
-  app.use(admit);
-  app.use(forwarder.handler);
-  app.use(onError);
-  const onServerRejection = (reason: ParserRejection, status: number) => {
-    metrics.rejections.inc({ reason });
-    logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
-  };
-  const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
-  const ownHeaders = () =>
-    serviceVersion.text === undefined ? [] : [config.serviceVersionHeader, serviceVersion.text];
-  return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
+  return { admit, onError };
 }

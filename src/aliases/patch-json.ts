@@ -40,12 +40,8 @@ export interface JsonPatchOptions {
   maxNesting?: number;
 }
 
-/**
- * The skip reason of a scanner failure. `invalid_json` until the core's `PatchSkipReason`
- * (src/proxy/types.ts) has `scanner_failed`; {@link JsonPatchOptions.onScanFailure} tells it apart
- * meanwhile.
- */
-const SCANNER_FAILED: PatchSkipReason = 'invalid_json';
+/** The skip reason of a scanner failure (a WebAssembly trap), never the body's fault. */
+const SCANNER_FAILED: PatchSkipReason = 'scanner_failed';
 
 /** Default of {@link JsonPatchOptions.maxValueBytes} for {@link patchJson} (1 MiB, as `MAX_PATCH_VALUE`). */
 export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;

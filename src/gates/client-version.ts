@@ -51,10 +51,18 @@ export interface ClientVersionRules {
 export const KNOWN_VERSIONS_LIMIT = 256;
 
 /**
- * The client-version gate: stores the parsed version on the exchange; skipped for unchecked requests.
+ * The client-version gate (SPEC §3 step 4): reads `rules.header` with {@link parseClientVersion} and
+ * stores the `SemVer` on `state.exchange.clientVersion`. Skipped (no check, nothing stored) for a
+ * request the public-path gate marked unchecked (a CORS preflight or a public path, steps 2–3).
  * A version seen before is not parsed again (at most {@link KNOWN_VERSIONS_LIMIT} remembered, valid
  * ones only): the same header value gives the same, never mutated, `SemVer`.
- * @throws {ShimError} `version` (426) for a missing, malformed or too old client version.
+ * @param rules The header (lower case, and as configured for messages) and `MIN_CLIENT_VERSION`.
+ * @returns The gate, to run after the public-path gate.
+ * @throws {ShimError} (from the gate) `version` (426) for a missing, malformed or too old client
+ *   version (below `rules.minimum`, prereleases below their release).
+ * @example
+ * const gate = clientVersionGate({ header: 'service-client-version', headerDisplayName: 'Service-Client-Version', minimum: undefined });
+ * gate(req, state); // state.exchange.clientVersion?.version === '0.59.0'
  */
 export function clientVersionGate(rules: ClientVersionRules): Gate {
   const known = new Map<string, SemVer>();

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { parse as parseCookie } from 'cookie';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
+import { headerCount } from '../proxy/raw-headers.ts';
 
 /** Where credentials may come from. */
 export interface CredentialRules {
@@ -17,19 +18,6 @@ export interface CredentialRules {
 
 /** Which credential admitted a request, or why none did. */
 export type CredentialVerdict = 'api-key' | 'cookies' | { problem: string };
-
-/**
- * Counts how often a header name occurs in `rawHeaders` (case-insensitive): Node joins a repeated
- * unknown header with `, `, which would hide a duplicated credential.
- */
-export function headerCount(rawHeaders: readonly string[], lowerName: string): number {
-  let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (name.length === lowerName.length && name.toLowerCase() === lowerName) n++;
-  }
-  return n;
-}
 
 /**
  * Parses a `Cookie` request header as plain RFC 6265 §4.2.1 values with the `cookie` package, the
@@ -80,6 +68,7 @@ export function checkCredentials(
   rules: CredentialRules,
 ): CredentialVerdict {
   if (req.headers[rules.apiKeyHeader] !== undefined) {
+    // Node joins a repeated unknown header with `, `, which would hide a duplicated key.
     if (headerCount(req.rawHeaders, rules.apiKeyHeader) > 1) {
       return { problem: `Send exactly one ${rules.apiKeyHeader} header.` };
     }
@@ -97,13 +86,17 @@ export function checkCredentials(
 }
 
 /**
- * Who sent a request, for per-consumer bounds (route labels): the API key, else the auth cookies'
- * values, else `undefined` (no credential: public paths, preflights). The text is a credential: hash
- * it before keeping it, never log it.
+ * The credential a request carries, as one text, for per-consumer bounds (route labels, which keep
+ * only a digest of it): the API key, else the auth cookies' values, else `undefined` (no credential:
+ * public paths, preflights). The text is the secret itself, not a consumer's name: hash it before
+ * keeping it, never log it.
  * @param req The request's headers.
  * @param rules Cookie names and API-key header.
+ * @returns `key:<api key>`, `cookies:<value>;<value>`, or `undefined`.
+ * @example
+ * credentialIdentity({ headers: { 'x-api-key': ' k ' } }, rules) // → 'key:k'
  */
-export function consumerOf(
+export function credentialIdentity(
   req: Pick<IncomingMessage, 'headers'>,
   rules: CredentialRules,
 ): string | undefined {
@@ -115,8 +108,17 @@ export function consumerOf(
 }
 
 /**
- * The credential gate: records which credential admitted the request; skipped for unchecked requests.
- * @throws {ShimError} `credentials` (401) unless {@link checkCredentials} admits the request.
+ * The credential gate (SPEC §3 step 5; service document part 5): admits a request with exactly one
+ * non-empty API-key header, or with every cookie of `rules.cookies` present and non-empty
+ * ({@link checkCredentials}), and records which in the log field `credential` (`api-key` or
+ * `cookies`, never the value). A repeated API-key header is refused whatever else is sent. Skipped (no check) for a request the public-path gate marked
+ * unchecked (a CORS preflight or a public path, steps 2–3). Presence and form only: the upstream
+ * verifies the credential.
+ * @param rules Cookie names (`AUTH_COOKIES`) and the lower-cased API-key header (`API_KEY_HEADER`).
+ * @returns The gate, to run after the client-version gate.
+ * @throws {ShimError} (from the gate) `credentials` (401), its message naming what is missing.
+ * @example
+ * credentialGate({ cookies: ['authtoken', 'refreshtoken'], apiKeyHeader: 'x-api-key' })(req, state);
  */
 export function credentialGate(rules: CredentialRules): Gate {
   return (req, state) => {

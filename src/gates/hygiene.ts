@@ -3,10 +3,11 @@
  * could read differently, before anything else looks at the request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ShimError } from '../proxy/errors.ts';
+import { ShimError, UPGRADE_REFUSED_MESSAGE } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
 import { expectsContinue } from '../proxy/expect-continue.ts';
 import { isHostSyntax } from '../proxy/host-syntax.ts';
+import { headerCount, isHttp10OrOlder, trimOws } from '../proxy/raw-headers.ts';
 
 /** Percent-encodings that must never appear in a path: `/`, `\`, NUL. */
 const FORBIDDEN_ENCODING = /%(?:2f|5c|00)/i;
@@ -73,15 +74,14 @@ export function checkRequestTarget(target: string): string | undefined {
 export function checkFraming(headers: IncomingHttpHeaders, httpVersion = '1.1'): string | undefined {
   const te = headers['transfer-encoding'];
   if (te === undefined) return undefined;
-  if (httpVersion === '1.0' || httpVersion === '0.9') {
+  if (isHttp10OrOlder(httpVersion)) {
     return 'An HTTP/1.0 request must not carry Transfer-Encoding (RFC 9112 §6.1).';
   }
   if (headers['content-length'] !== undefined) {
     return 'A request must not carry both Content-Length and Transfer-Encoding.';
   }
-  // Only SP and HTAB are optional whitespace around a field value (RFC 9110 §5.5); `String#trim`
-  // would also strip NBSP, VT, FF and BOM and accept `chunked\u00a0`.
-  if (te.replace(/^[ \t]+|[ \t]+$/g, '').toLowerCase() !== 'chunked') {
+  // Only SP and HTAB are optional whitespace around a field value (trimOws).
+  if (trimOws(te).toLowerCase() !== 'chunked') {
     return 'Transfer-Encoding must be exactly "chunked".';
   }
   return undefined;
@@ -94,13 +94,7 @@ export function checkFraming(headers: IncomingHttpHeaders, httpVersion = '1.1'):
  * @returns `undefined` when there is at most one, else the message for a 400.
  */
 export function checkSingleHost(rawHeaders: readonly string[]): string | undefined {
-  let seen = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1)
-      return 'Send exactly one Host header.';
-  }
-  return undefined;
+  return headerCount(rawHeaders, 'host') > 1 ? 'Send exactly one Host header.' : undefined;
 }
 
 /**
@@ -115,7 +109,7 @@ export function checkSingleHost(rawHeaders: readonly string[]): string | undefin
  */
 export function checkHost(host: string | undefined, httpVersion = '1.1'): string | undefined {
   if (host === undefined) {
-    return httpVersion === '1.0' || httpVersion === '0.9'
+    return isHttp10OrOlder(httpVersion)
       ? undefined
       : 'An HTTP/1.1 request must carry a Host header (RFC 9112 §3.2).';
   }
@@ -132,7 +126,7 @@ export function checkHost(host: string | undefined, httpVersion = '1.1'): string
  * @returns `undefined` when there is nothing to refuse, else the message for a 417.
  */
 export function checkExpectation(expect: string | undefined, httpVersion = '1.1'): string | undefined {
-  if (expect === undefined || httpVersion === '1.0' || httpVersion === '0.9') return undefined;
+  if (expect === undefined || isHttp10OrOlder(httpVersion)) return undefined;
   if (expectsContinue(expect, httpVersion)) return undefined;
   return 'The only expectation this proxy meets is "Expect: 100-continue" (RFC 9110 §10.1.1).';
 }
@@ -158,7 +152,7 @@ export function assertHygiene(
   httpVersion = '1.1',
 ): void {
   if (isUpgradeRequest(headers)) {
-    throw new ShimError('upgrade', 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
+    throw new ShimError('upgrade', UPGRADE_REFUSED_MESSAGE);
   }
   const problem =
     checkRequestTarget(target) ??

@@ -4,6 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Gate } from '../proxy/exchange.ts';
+import { hasRequestBody } from '../proxy/outgoing-request.ts';
 
 /** Public path rules as read from `PUBLIC_PATHS`. */
 export interface PublicPaths {
@@ -49,14 +50,20 @@ export function isPreflight(method: string, headers: IncomingHttpHeaders): boole
     headers.origin !== undefined &&
     headers['access-control-request-method'] !== undefined &&
     // A preflight never has a body (Fetch standard); one that does is not a browser's and is checked.
-    headers['transfer-encoding'] === undefined &&
-    (headers['content-length'] === undefined || headers['content-length'] === '0')
+    // The forwarder's own rule, so that the two never disagree (`Content-Length: 00` is no body).
+    !hasRequestBody(headers)
   );
 }
 
 /**
- * The gate marking preflights and public paths as unchecked: the version and credential gates let
- * them pass (SPEC §3 steps 2–3). Never throws.
+ * The gate for SPEC §3 steps 2 and 3: marks a CORS preflight ({@link isPreflight}: `state.unchecked =
+ * 'preflight'`) and, otherwise, a request to a public path ({@link publicPathMatcher} on the path
+ * without the query: `'public'`) as unchecked, so that the client-version and credential gates let
+ * it pass and it is forwarded as it is. Preflights are marked whatever their path.
+ * @param rules `PUBLIC_PATHS`: exact paths and prefixes.
+ * @returns The gate, to run after hygiene and before the client-version gate. Never throws.
+ * @example
+ * publicPathGate({ exact: ['/api/health'], prefixes: [] })(req, state); // GET /api/health → state.unchecked === 'public'
  */
 export function publicPathGate(rules: PublicPaths): Gate {
   const isPublic = publicPathMatcher(rules);

@@ -5,9 +5,6 @@
 import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
-/** Kinds of upstream failure, bounded. */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'invalid';
-
 /** The core metric set, registered on one registry. */
 export interface CoreMetrics {
   readonly registry: Registry;
@@ -122,15 +119,6 @@ export function routeShape(path: string): string {
   return out === '' ? '/' : out;
 }
 
-/**
- * @deprecated Use {@link routeShape}; kept for callers that still pass a second argument (ignored:
- * learning is per runtime, {@link RouteLabels}). The result is a shape, not a label: metrics of a
- * {@link CoreMetrics} map it through their instance's labels.
- */
-export function routeClass(path: string, _learn?: boolean): string {
-  return routeShape(path);
-}
-
 /** Bounds of the route labels (docs/operations.md, "Route labels"). */
 export const ROUTE_LABEL_LIMITS = Object.freeze({
   /** Distinct route classes labelled per runtime; later shapes are `other`. */
@@ -194,7 +182,7 @@ export class RouteLabels {
    * The label of a finished exchange, learning its shape when allowed (see the class comment).
    * @param shape From {@link routeShape}.
    * @param outcome Status and whether the shim answered itself.
-   * @param consumer Who sent it (e.g. from `consumerOf` in gates/credentials.ts), `undefined` for
+   * @param consumer Who sent it (e.g. from `credentialIdentity` in gates/credentials.ts), `undefined` for
    *   unauthenticated requests (public paths, preflights), which share one budget. Called only for
    *   unknown shapes, so the hot path never hashes.
    */

@@ -1,6 +1,6 @@
 /**
  * One log line per request (SPEC §8): method, path, status, duration, client version, the fields
- * plugins added (e.g. aliases used). Headers, cookies and the query are never serialized, so no
+ * plugins added (e.g. what a plugin rewrote). Headers, cookies and the query are never serialized, so no
  * credential can reach the log; the logger's redaction is a second line of defence, and it runs for
  * every line a redaction path can reach into (`loggerForLine`: a plugin's log field named `headers` or
  * `cookies`); the request log's own `req` and `res` objects hold no such key.

@@ -1,8 +1,8 @@
 /**
  * The process-wide bound on bytes the shim holds in memory for rewrites and patches
  * (`MAX_BUFFERED_BYTES`, SPEC §2; issue 9 item 2). Every per-request buffer is also bounded on its own
- * (`MAX_REWRITE_BODY`, `MAX_PATCH_VALUE`); this bounds their sum, so that many slow clients cannot
- * together hold more than the limit.
+ * (`MAX_REWRITE_BODY` for a body to rewrite, a plugin's own bound for the values its patch holds back);
+ * this bounds their sum, so that many slow clients cannot together hold more than the limit.
  */
 import type { BufferBudget } from './types.ts';
 

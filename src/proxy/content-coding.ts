@@ -22,7 +22,7 @@ const zstdCompress = promisify(zlib.zstdCompress);
  * window is at most 8 MB, what browsers decode). A frame that declares a larger one is refused as
  * invalid instead of allocating up to zstd's default 128 MiB per body.
  */
-export const ZSTD_WINDOW_LOG_MAX = 23;
+const ZSTD_WINDOW_LOG_MAX = 23;
 /**
  * Output buffer of a response's decoder and encoder, in bytes (64 KiB; zlib's default is 16 KiB). Each
  * buffer zlib fills is a thread-pool round trip and a chunk through the steps after it: measured on a

@@ -5,11 +5,18 @@
  */
 import { STATUS_CODES } from 'node:http';
 
-/** Why the shim answered itself; bounded, used as a metric label. */
+/**
+ * Why the shim answered itself; bounded, the `reason` label of `shim_rejections_total`. The pipeline's
+ * own (a gate's `ShimError`, an upstream failure) and those of the front server, which refuses some
+ * requests before the pipeline sees them ({@link ServerRejection}).
+ */
 export type RejectionReason =
   | 'hygiene'
   | 'expectation'
   | 'upgrade'
+  | 'malformed'
+  | 'header_size'
+  | 'request_timeout'
   | 'version'
   | 'credentials'
   | 'size'
@@ -22,11 +29,25 @@ export type RejectionReason =
   | 'upstream_invalid'
   | 'upstream_timeout';
 
+/**
+ * The reasons the front server refuses a request for itself (server.ts), before the pipeline: a head
+ * its parser rejects or a `CONNECT` (`malformed`), a head too large (`header_size`, RFC 6585 §5), a
+ * request not received in time (`request_timeout`), an upgrade with `Connection: upgrade` (`upgrade`,
+ * which the hygiene gate also answers when Node hands the request on).
+ */
+export type ServerRejection = Extract<
+  RejectionReason,
+  'malformed' | 'header_size' | 'request_timeout' | 'upgrade'
+>;
+
 /** Status code per rejection reason (SPEC §3, §4, §5). */
 export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Object.freeze({
   hygiene: 400,
   expectation: 417,
   upgrade: 501,
+  malformed: 400,
+  header_size: 431,
+  request_timeout: 408,
   version: 426,
   credentials: 401,
   size: 413,
@@ -47,6 +68,9 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
 export const REJECTION_RETRY_AFTER: Readonly<Partial<Record<RejectionReason, number>>> = Object.freeze({
   buffer_budget: 1,
 });
+
+/** The message of a refused protocol upgrade (501), from the hygiene gate or the front server. */
+export const UPGRADE_REFUSED_MESSAGE = 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.';
 
 /**
  * An error the shim answers itself. Thrown by gates and body rewrites; turned into the JSON error
@@ -80,4 +104,36 @@ export function errorBody(statusCode: number, message: string): Buffer {
     JSON.stringify({ statusCode, message, error: STATUS_CODES[statusCode] ?? 'Error' }),
     'utf8',
   );
+}
+
+/**
+ * The head and body of a shim-made error (SPEC §7), for both writers: respond.ts `sendError` and the
+ * front server's own refusals (server.ts). Never stored by a cache (`no-store`: it describes this
+ * request, not the resource; RFC 9111 §5.2.2.5).
+ * @param statusCode HTTP status (e.g. 502).
+ * @param message What is wrong and how to fix it.
+ * @param extra Headers to add after the framing (service version, warnings, CORS), flat `[name, value, …]`.
+ * @returns `headers`, flat: `Content-Type`, `Content-Length`, `Cache-Control`, then `extra` (a new
+ *   array: the caller may push `Connection: close`); `body` from {@link errorBody}.
+ * @example
+ * errorHead(504, 'The upstream service did not respond in time.', ['Service-Version', '0.60.0']).headers
+ * // → ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', '102',
+ * //    'Cache-Control', 'no-store', 'Service-Version', '0.60.0']
+ */
+export function errorHead(
+  statusCode: number,
+  message: string,
+  extra: readonly string[],
+): { headers: string[]; body: Buffer } {
+  const body = errorBody(statusCode, message);
+  const headers = [
+    'Content-Type',
+    'application/json; charset=utf-8',
+    'Content-Length',
+    String(body.length),
+    'Cache-Control',
+    'no-store',
+  ];
+  for (const value of extra) headers.push(value);
+  return { headers, body };
 }

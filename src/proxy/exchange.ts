@@ -8,7 +8,10 @@ import type { Exchange, ExchangeHooks } from './types.ts';
 /** What the core keeps for one request (on `res.locals.shim`). */
 export interface ExchangeState {
   readonly exchange: Exchange;
-  /** `performance.now()` when the request arrived, in ms. */
+  /**
+   * When the request arrived: `performance.now()` (monotonic, ms since the process's time origin,
+   * fractional), as the first middleware read it.
+   */
   readonly startedAt: number;
   /** Bounded route class for metrics and the log line; set when the response finishes. */
   route: string;
@@ -21,8 +24,12 @@ export interface ExchangeState {
   unchecked: 'preflight' | 'public' | undefined;
   /** Hooks the plugins returned for this request. */
   hooks: ExchangeHooks[];
-  /** The rewritten request body to forward instead of the client's stream. */
-  forwardBody: Buffer | undefined;
+  /**
+   * Some hook of the exchange has `onResponse` (it may patch the body): the client's `Range` and
+   * `If-Range` are not forwarded, and its responses say `Accept-Ranges: none` (SPEC §6; RFC 9110
+   * §14.2: the full 200 is patched). Decided by the forwarder before the request goes upstream.
+   */
+  rangesRefused: boolean;
   /** Why the shim answered itself, when it did. */
   rejection: RejectionReason | undefined;
   /** Set when the upstream timer fired, so the resulting error maps to 504. */
@@ -32,8 +39,15 @@ export interface ExchangeState {
 }
 
 /**
- * Creates the exchange for a request: splits the raw target into path and query.
- * @param req The incoming request (`req.url` in origin-form, already hygiene-checked or not).
+ * Creates the exchange state for a request: splits the raw target into path and query (neither
+ * decoded), no hooks, no rejection, nothing learned yet.
+ * @param req The incoming request (`req.url` in origin-form, hygiene-checked or not: a target without
+ *   `?` is all path).
+ * @param startedAt `performance.now()` at arrival, in ms (monotonic clock; see
+ *   {@link ExchangeState.startedAt}); durations are measured from it with the same clock.
+ * @returns A fresh state; `route` is `unknown` until the response finishes.
+ * @example
+ * createExchangeState(req, performance.now()).exchange.path // '/missions' for `GET /missions?skip=1`
  */
 export function createExchangeState(req: IncomingMessage, startedAt: number): ExchangeState {
   const url = req.url ?? '/';
@@ -54,7 +68,7 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
     shape: undefined,
     unchecked: undefined,
     hooks: [],
-    forwardBody: undefined,
+    rangesRefused: false,
     rejection: undefined,
     upstreamTimedOut: false,
     upstreamStartedAt: 0,
@@ -68,7 +82,11 @@ export function createExchangeState(req: IncomingMessage, startedAt: number): Ex
  */
 export type Gate = (req: IncomingMessage, state: ExchangeState) => void;
 
-/** The state of a request, as stored by the first middleware. */
-export function stateOf(res: ServerResponse): ExchangeState {
-  return (res as ServerResponse & { locals: { shim: ExchangeState } }).locals.shim;
+/**
+ * The state of a request, as the first middleware stored it (app.ts, on `res.locals.shim`).
+ * @returns The state, or `undefined` for a response that middleware has not seen (an error raised
+ *   before it, a response outside the pipeline): callers check.
+ */
+export function stateOf(res: ServerResponse): ExchangeState | undefined {
+  return (res as ServerResponse & { locals?: { shim?: ExchangeState } }).locals?.shim;
 }

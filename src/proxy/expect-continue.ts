@@ -1,6 +1,7 @@
 /**
  * `Expect: 100-continue` (RFC 9110 §10.1.1), as Node's HTTP server recognizes it.
  */
+import { isHttp10OrOlder } from './raw-headers.ts';
 
 /** `100-continue` as a member of an `Expect` value (Node's `continueExpression`). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
@@ -13,5 +14,5 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * @example expectsContinue('100-continue', '1.1') // → true
  */
 export function expectsContinue(expect: string | undefined, httpVersion: string): boolean {
-  return expect !== undefined && httpVersion !== '1.0' && httpVersion !== '0.9' && CONTINUE.test(expect);
+  return expect !== undefined && !isHttp10OrOlder(httpVersion) && CONTINUE.test(expect);
 }

@@ -5,17 +5,18 @@
  *
  *   outgoing-request.ts   headers and framing of the upstream request (smuggling defences)
  *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite
- *   upstream-error.ts     502/504, the one idempotent replay, abort after the head
+ *   upstream-attempt.ts   sending upstream: the attempts, timeouts, 103 hints, a failure's outcome
+ *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
  *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
  *   response-writer.ts    the client's response head, Vary
  *   upstream-agent.ts     http/https pool, TLS verification, SNI
  */
-import type { Agent, ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { type CoreMetrics, routeShape, type UpstreamErrorKind } from '../observability/metrics.ts';
+import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation } from './buffer-budget.ts';
 import { createPatchCodec, supportedCoding } from './content-coding.ts';
@@ -27,22 +28,15 @@ import {
   hasRequestBody,
   upstreamTarget,
 } from './outgoing-request.ts';
+import { headerValue } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { earlyHints, headerValue, responseHead } from './response-writer.ts';
-import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch } from './types.ts';
+import { type ResponseHeadOptions, responseHead } from './response-writer.ts';
+import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
-import {
-  decideUpstreamFailure,
-  IDEMPOTENT_METHODS,
-  NO_RESPONSE_CODE,
-  SWITCHED_PROTOCOLS_CODE,
-  UPSTREAM_MESSAGES,
-} from './upstream-error.ts';
-
-export { hasLargeUnreadBody } from './request-body.ts';
-export { upstreamErrorKind } from './upstream-error.ts';
+import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
+import { UPSTREAM_MESSAGES } from './upstream-error.ts';
 
 /** Options of {@link createForwarder}. */
 export interface ForwarderOptions {
@@ -56,10 +50,10 @@ export interface ForwarderOptions {
    */
   upstreamTimeoutMs: number;
   /**
-   * The client's `X-Forwarded-*` and `Forwarded`: appended to (SPEC §4, default) or replaced by this
-   * hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
+   * The client's `X-Forwarded-*` and `Forwarded`: appended to (`append`, SPEC §4; the configuration's
+   * default) or replaced by this hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
    */
-  forwardedHeaders?: ForwardedHeaders;
+  forwardedHeaders: ForwardedHeaders;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /** A request body held for a rewrite must have arrived this many ms after the head (408). */
@@ -73,7 +67,7 @@ export interface ForwarderOptions {
   /**
    * Headers to add to every response of an exchange (upstream's or shim-made), computed when the
    * response starts; `upstream` is the upstream's response, `undefined` for shim-made responses (read
-   * its headers with `headerValue`, response-writer.ts: a pass-through never builds `upstream.headers`).
+   * its headers with `headerValue`, raw-headers.ts: a pass-through never builds `upstream.headers`).
    */
   responseHeaders(state: ExchangeState, upstream: IncomingMessage | undefined): string[];
 }
@@ -88,225 +82,101 @@ export interface Forwarder {
 /** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);
 
-const noop = (): void => {};
-
-/** Error code the shim gives its own upstream timeout. */
-const TIMEOUT_CODE = 'ESHIMTIMEDOUT';
-
-/** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
-const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
-  Object.assign(new Error(message), { code });
-
 /**
- * Creates the forwarder.
+ * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
+ * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
+ * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
+ * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), streams every other body, sends
+ * the request on the keep-alive pool, replays it once on a pooled connection that the upstream had
+ * closed (idempotent methods), answers 502/504 itself while the client has received nothing and
+ * aborts the client's response after that, and relays the response as it comes or through the
+ * plugins' patches.
+ * @param options The upstream and its limits ({@link ForwarderOptions}); read once, here.
+ * @returns The handler and the upstream connection pool (destroyed on shutdown).
+ * @throws {Error} when `options.upstream` is neither `http:` nor `https:` (upstream-agent.ts).
  * @example
- * const { handler } = createForwarder({ upstream: new URL('http://127.0.0.1:3000'), … });
- * app.use(handler);
+ * const { handler, agent } = createForwarder({
+ *   upstream: new URL('http://127.0.0.1:3000'),
+ *   upstreamTimeoutMs: 60_000,
+ *   forwardedHeaders: 'append',
+ *   maxRewriteBody: 1024 * 1024,
+ *   bodyTimeoutMs: 30_000,
+ *   budget: createBufferBudget(64 * 1024 * 1024),
+ *   metrics,
+ *   logger,
+ *   responseHeaders: () => [],
+ * });
+ * app.use(handler); // after the middleware that stores the exchange state (app.ts)
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
-  const { upstreamTimeoutMs, maxRewriteBody, bodyTimeoutMs, budget, varyHeader, metrics, logger } = options;
-  const forwardedHeaders = options.forwardedHeaders ?? 'append';
+  const {
+    upstreamTimeoutMs,
+    forwardedHeaders,
+    maxRewriteBody,
+    bodyTimeoutMs,
+    budget,
+    varyHeader,
+    metrics,
+    logger,
+  } = options;
   const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
-  const { agent, target } = transport;
+  const { agent } = transport;
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
 
-  const skip = (state: ExchangeState, reason: string) => {
+  // responseHead's options, made once (no object per response). A patch comes only from an
+  // `onResponse` hook, whose presence refused the exchange's ranges (handler): a patched head always
+  // says `Accept-Ranges: none`.
+  const streamedHead: ResponseHeadOptions = { patched: false, varyName: varyHeader };
+  const streamedHeadNoRanges: ResponseHeadOptions = {
+    patched: false,
+    varyName: varyHeader,
+    rangesRefused: true,
+  };
+  const patchedHead: ResponseHeadOptions = { patched: true, varyName: varyHeader, rangesRefused: true };
+
+  /** Counts and logs a response that a hook asked to patch and that went out unpatched (from some point on). */
+  const countUnpatched = (state: ExchangeState, reason: UnpatchedReason) => {
     metrics.patchesSkipped.inc({ reason });
     state.exchange.logFields.patchSkipped = reason;
     logger.warn({ path: state.exchange.path, reason }, 'response forwarded unpatched');
   };
 
-  /** One exchange, from the (possibly rewritten) request to the end of the response. */
-  const forward = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
-    path: string,
-    headers: string[],
-    body: Buffer | 'stream' | undefined,
-    replayable: boolean,
-    release: () => void,
-  ): void => {
-    // The client may have gone while the gates ran or the body was read: its 'close' has passed.
-    if (res.destroyed || req.socket.destroyed) {
-      release();
-      return;
-    }
-    let attempt = 0;
-    let clientGone = false;
-    let current: ClientRequest | undefined;
-    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
-    res.on('close', () => {
-      if (res.writableFinished) return;
-      clientGone = true;
-      current?.destroy();
-    });
-
-    const send = () => {
-      let headReceived = false;
-      let upstreamResponse: IncomingMessage | undefined;
-      let failed = false;
-      let headerTimer: NodeJS.Timeout | undefined;
-      const upstreamReq = transport.request({
-        ...target,
-        agent,
-        method: req.method,
-        path,
-        headers,
-        setHost: false,
-      });
-      current = upstreamReq;
-      state.upstreamStartedAt = performance.now();
-
-      const onTimeout = () => {
-        state.upstreamTimedOut = true;
-        upstreamReq.destroy(Object.assign(new Error('upstream timed out'), { code: TIMEOUT_CODE }));
-      };
-      // Idle socket in any phase (upload, waiting, download) …
-      upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
-      // … and no response headers within the timeout once the request is fully sent.
-      upstreamReq.on('finish', () => {
-        if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
-      });
-
-      /**
-       * A failure of this attempt, before or after the upstream's head. `responseComplete`: the upstream
-       * connection failed after its response had been read whole (not a failure of the body's decoding).
-       */
-      const fail = (err: NodeJS.ErrnoException, responseComplete = false) => {
-        if (failed || clientGone) return;
-        clearTimeout(headerTimer);
-        const decision = decideUpstreamFailure({
-          error: err,
-          timedOut: state.upstreamTimedOut,
-          headReceived,
-          clientStarted: res.headersSent,
-          responseComplete,
-          reusedSocket: upstreamReq.reusedSocket,
-          replayable,
-          replayed: attempt > 0,
-        });
-        // Latched, so that this attempt fails once; not for `finish` (see below).
-        if (decision.action !== 'finish') failed = true;
-        if (decision.action === 'replay') {
-          // A pooled connection the upstream closed just as it was reused (RFC 9110 §9.2.2).
-          logger.debug(
-            { path: state.exchange.path, code: err.code },
-            'retrying on another upstream connection',
-          );
-          attempt++;
-          send();
-          return;
-        }
-        if (decision.action === 'finish') {
-          // The response is whole and goes on to the client; Node drops the upstream connection. Not
-          // latched: its body may still fail to decode, and that failure must reach the client.
-          metrics.upstreamErrors.inc({ kind: decision.kind });
-          state.exchange.logFields.upstreamError = err.code ?? err.message;
-          return;
-        }
-        upstreamFailed(res, state, err, decision.kind, decision.action === 'respond');
-        // Nothing of the upstream's response may follow the shim's 502/504 (or the abort), and nothing
-        // more of the client's body goes to it: destroyed, the request no longer holds the body's pump
-        // waiting for a `drain` that would never come.
-        upstreamResponse?.destroy();
-        upstreamReq.destroy();
-      };
-      upstreamReq.on('error', (err: NodeJS.ErrnoException) => fail(err, upstreamResponse?.complete === true));
-      // Closed with neither a response nor an error — a 101 with `Connection: upgrade`, which Node's
-      // client, with no 'upgrade' listener, ends by destroying the socket: the client must not wait for
-      // a response that cannot come (SPEC §4: the shim never hangs a client).
-      upstreamReq.on('close', () => {
-        clearTimeout(headerTimer);
-        if (!headReceived)
-          fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
-      });
-
-      // A 103 the upstream sends of its own accord goes on (RFC 9110 §15.2: a proxy MUST forward such
-      // 1xx), never to an HTTP/1.0 client. Not a 100 (the shim answered the client's Expect itself, and
-      // sends no Expect upstream) nor a 102 (deprecated; Node's server can send none of its own fields).
-      upstreamReq.on('information', (info) => {
-        if (info.statusCode !== 103 || res.headersSent || clientGone || req.httpVersion === '1.0') return;
-        const hints = earlyHints(info.rawHeaders);
-        if (hints === undefined) return;
-        try {
-          res.writeEarlyHints(hints);
-        } catch (err) {
-          // Node checks `Link` against a narrower grammar than RFC 8288 (a quoted `title="a b"`
-          // throws ERR_INVALID_ARG_VALUE): such a hint is dropped, never the process.
-          logger.debug({ err, path: state.exchange.path }, 'early hints not forwarded');
-        }
-      });
-
-      upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
-        if (upstreamRes.statusCode === 101) {
-          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts); `fail`
-          // destroys its connection, never pooled (the upstream may speak another protocol on it).
-          fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
-          return;
-        }
-        headReceived = true;
-        upstreamResponse = upstreamRes;
-        clearTimeout(headerTimer);
-        release();
-        upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
-        upstreamRes.on('close', () => {
-          if (!upstreamRes.complete)
-            fail(Object.assign(new Error('upstream response cut short'), { code: 'ECONNRESET' }));
-        });
-        try {
-          respond(req, res, state, upstreamRes, fail);
-        } catch (err) {
-          // A fault in one exchange's handling fails that exchange, never the process.
-          logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
-          upstreamRes.destroy();
-          res.destroy();
-        }
-      });
-
-      if (body === undefined) upstreamReq.end();
-      else if (body === 'stream') pumpBody(req, upstreamReq);
-      else upstreamReq.end(body);
-    };
-    send();
-  };
-
-  /** Counts and logs an upstream failure; answers 502/504 (`respond`) or aborts the client's response. */
+  /**
+   * Counts and logs an upstream failure; answers with the decision's 502/504 (`respond`, while nothing
+   * was sent), aborts the client's response (`abort`), or lets a whole response go on (`finish`).
+   */
   const upstreamFailed = (
-    res: ServerResponse,
-    state: ExchangeState,
+    { res, state }: Forwarding,
     err: NodeJS.ErrnoException,
-    kind: UpstreamErrorKind,
-    respond: boolean,
+    decision: FinalDecision,
   ) => {
-    metrics.upstreamErrors.inc({ kind });
+    metrics.upstreamErrors.inc({ kind: decision.kind });
     state.exchange.logFields.upstreamError = err.code ?? err.message;
-    if (!respond || res.headersSent) {
+    // A whole response goes on to the client (counted all the same).
+    if (decision.action === 'finish') return;
+    if (decision.action === 'abort' || res.headersSent) {
       res.destroy();
       return;
     }
-    const reason = `upstream_${kind}` as const;
-    state.rejection = reason;
+    state.rejection = decision.reason;
     // A request body still arriving (streamed to the upstream that failed) will not be forwarded: the
     // connection closes after the answer, and what the client still sends is read and dropped
     // meanwhile (runtime.ts, staged close). Kept alive, the paused body stalled the connection.
     const unread = !res.req.complete;
     sendError(
       res,
-      kind === 'timeout' ? 504 : 502,
-      UPSTREAM_MESSAGES[kind],
+      decision.status,
+      UPSTREAM_MESSAGES[decision.kind],
       options.responseHeaders(state, undefined),
       unread,
     );
     if (unread) res.req.resume();
   };
 
-  /** The upstream's head arrived: stream it through, or through the patches. */
-  const respond = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
+  /** The upstream's head arrived: stream it through to the client, or through the patches. */
+  const relayResponse = (
+    { req, res, state }: Forwarding,
     upstreamRes: IncomingMessage,
     fail: (err: NodeJS.ErrnoException) => void,
   ) => {
@@ -317,11 +187,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       (performance.now() - state.upstreamStartedAt) / 1000,
     );
     let patches: ResponsePatch[] | undefined;
-    // Range was not forwarded while a hook has onResponse (handler): no ranges for this client.
-    let rangesRefused = false;
     for (const hooks of state.hooks) {
       hooks.onStatus?.(status);
-      if (hooks.onResponse) rangesRefused = true;
       const patch = hooks.onResponse?.(status, upstreamRes.headers);
       if (patch) {
         patches ??= [];
@@ -338,8 +205,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     };
     const message = upstreamRes.statusMessage;
 
+    const streamed = state.rangesRefused ? streamedHeadNoRanges : streamedHead;
     if (patches === undefined) {
-      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
       pumpBody(upstreamRes, res);
       return;
     }
@@ -347,44 +215,46 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (req.method === 'HEAD' || BODILESS_STATUS.has(status)) {
       // The headers the patched GET would carry (no length, weak validator), no body.
       patch.destroy();
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader, rangesRefused));
+      res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
       res.end();
       upstreamRes.resume();
       return;
     }
     const coding = supportedCoding(upstreamRes.headers['content-encoding']);
-    const writeHead = () =>
-      res.writeHead(status, message, responseHead(upstreamHead, extra, true, varyHeader, rangesRefused));
+    const writeHead = () => res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
-      if (coding === undefined) skip(state, 'unsupported_encoding');
-      res.writeHead(status, message, responseHead(upstreamHead, extra, false, varyHeader, rangesRefused));
+      if (coding === undefined) countUnpatched(state, 'unsupported_encoding');
+      res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
       pumpBody(upstreamRes, res);
       return;
     }
     const onEnd = (outcome: PatchOutcome) => {
-      if (outcome.kind === 'skipped') skip(state, outcome.reason);
+      if (outcome.kind === 'skipped') countUnpatched(state, outcome.reason);
     };
+    const events = { writeHead, onEnd, onError: fail };
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).
-      pumpPatch(upstreamRes, res, patch, writeHead, onEnd, fail);
+      pumpPatch(upstreamRes, res, patch, events);
       return;
     }
     // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch).
-    pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, writeHead, onEnd, fail);
+    pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, events);
   };
 
+  /** Sends an exchange upstream and sees it through its attempts (upstream-attempt.ts). */
+  const forward = createUpstreamAttempt({
+    transport,
+    upstreamTimeoutMs,
+    logger,
+    relayResponse,
+    upstreamFailed,
+  });
+
   /** Builds the upstream request's head and forwards the exchange. */
-  const dispatch = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
-    url: string,
-    body: Buffer | 'stream' | undefined,
-    dropRange: boolean,
-    reservation: Reservation | undefined,
-  ): void => {
+  const dispatch = (f: Forwarding): void => {
+    const { req, state, body } = f;
     const { headers, invalidForwarded } = buildUpstreamHeaders(
       {
         method: req.method ?? 'GET',
@@ -395,36 +265,28 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       {
         forwardedHeaders,
         rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
-        dropRange,
+        dropRange: state.rangesRefused,
         upstreamHost,
       },
     );
     // A forged X-Forwarded-Host or -Proto: dropped, and said in the request's log line.
     if (invalidForwarded !== undefined) state.exchange.logFields.invalidForwarded = invalidForwarded;
-    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
-    const release = reservation === undefined ? noop : () => reservation.release();
-    forward(req, res, state, upstreamTarget(pathPrefix, url), headers, body, replayable, release);
+    forward(f, upstreamTarget(pathPrefix, f.url), headers);
   };
 
   /** Buffers and rewrites the request body (budgeted, timed), then forwards; rejects with its ShimError. */
-  const rewriteThenDispatch = async (
-    req: IncomingMessage,
-    res: ServerResponse,
-    state: ExchangeState,
-    url: string,
-    rewrites: ExchangeHooks[],
-    dropRange: boolean,
-  ): Promise<void> => {
+  const rewriteThenDispatch = async (f: Forwarding, rewrites: ExchangeHooks[]): Promise<void> => {
+    const { req, res, state } = f;
     const held = new Reservation(budget);
+    f.reservation = held;
     res.once('close', () => held.release());
     const controller = new AbortController();
     const timer = setTimeout(
       () => controller.abort(),
       Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
     );
-    let body: Buffer;
     try {
-      body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
+      f.body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
         reservation: held,
         signal: controller.signal,
         // After the checks that need no byte of the body (coding, declared length, budget).
@@ -433,8 +295,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     } finally {
       clearTimeout(timer);
     }
-    state.forwardBody = body;
-    dispatch(req, res, state, url, body, dropRange, held);
+    dispatch(f);
   };
 
   /**
@@ -448,16 +309,20 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   // Synchronous unless a body must be rewritten: a pass-through costs no promise and no microtask.
   const handler: RequestHandler = (req, res, next) => {
     const state = stateOf(res);
+    if (state === undefined) {
+      next(new Error('the forwarder runs after the middleware that stores the exchange state (app.ts)'));
+      return;
+    }
     const { exchange } = state;
     let url = req.url ?? '/';
     const body: 'stream' | undefined = hasRequestBody(req.headers) ? 'stream' : undefined;
-    let dropRange = false;
     if (state.hooks.length > 0) {
       let query = exchange.rawQuery;
       let rewrites: ExchangeHooks[] | undefined;
       for (const hooks of state.hooks) {
         if (hooks.rewriteQuery && query !== '') query = hooks.rewriteQuery(query);
-        if (hooks.onResponse) dropRange = true;
+        // A hook that may patch the body needs the full 200: no ranges for this client.
+        if (hooks.onResponse) state.rangesRefused = true;
         if (hooks.body) {
           rewrites ??= [];
           rewrites.push(hooks);
@@ -465,12 +330,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       if (query !== exchange.rawQuery) url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       if (rewrites !== undefined && body === 'stream') {
-        rewriteThenDispatch(req, res, state, url, rewrites, dropRange).catch(next);
+        rewriteThenDispatch({ req, res, state, url, body, reservation: undefined }, rewrites).catch(next);
         return;
       }
     }
     continueIfExpected(req, res);
-    dispatch(req, res, state, url, body, dropRange, undefined);
+    dispatch({ req, res, state, url, body, reservation: undefined });
   };
 
   return { handler, agent };

@@ -2,6 +2,7 @@
  * Hop-by-hop header handling (RFC 9110 §7.6.1): these describe one connection and are never
  * forwarded; neither is any header named in `Connection`.
  */
+import { isHeaderName } from './raw-headers.ts';
 
 /** Hop-by-hop header names (lower case), RFC 9110 §7.6.1 plus the de-facto `keep-alive` and `proxy-connection`. */
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([
@@ -16,20 +17,39 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'upgrade',
 ]);
 
+const NO_OPTIONS: readonly string[] = Object.freeze([]);
+const KEEP_ALIVE: readonly string[] = Object.freeze(['keep-alive']);
+const CLOSE: readonly string[] = Object.freeze(['close']);
+
 /**
- * Names listed in a `Connection` header value (RFC 9110 §7.6.1), lower-cased.
- * @param connection The header value(s), e.g. `keep-alive, X-Foo`.
+ * The connection options of a `Connection` header value (RFC 9110 §7.6.1): each list member trimmed
+ * and lower-cased, empty members dropped — `close`, `keep-alive` and the names of hop-by-hop fields.
+ * The common values (`keep-alive`, `close`) cost no splitting and no new array.
+ * @param connection The header value(s), e.g. `Keep-Alive, X-Foo`.
+ * @returns The options, e.g. `['keep-alive', 'x-foo']` (read-only: may be shared).
  */
-export function connectionTokens(connection: string | string[] | undefined): string[] {
-  // The common values name nothing: no splitting (an upstream sends `keep-alive` on every response).
-  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return [];
+export function connectionOptions(connection: string | string[] | undefined): readonly string[] {
+  if (connection === undefined) return NO_OPTIONS;
+  if (connection === 'keep-alive') return KEEP_ALIVE;
+  if (connection === 'close') return CLOSE;
   const text = Array.isArray(connection) ? connection.join(',') : connection;
   const out: string[] = [];
-  for (const t of text.split(',')) {
-    const name = t.trim().toLowerCase();
-    if (name !== '' && name !== 'close' && name !== 'keep-alive') out.push(name);
+  for (const member of text.split(',')) {
+    const option = member.trim().toLowerCase();
+    if (option !== '') out.push(option);
   }
   return out;
+}
+
+/**
+ * Names of the fields a `Connection` header value lists (RFC 9110 §7.6.1), lower-cased: its
+ * {@link connectionOptions} but `close` and `keep-alive`.
+ * @param connection The header value(s), e.g. `keep-alive, X-Foo`.
+ */
+export function connectionTokens(connection: string | string[] | undefined): readonly string[] {
+  // The common values name nothing (an upstream sends `keep-alive` on every response).
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return NO_OPTIONS;
+  return connectionOptions(connection).filter((o) => o !== 'close' && o !== 'keep-alive');
 }
 
 /**
@@ -42,8 +62,7 @@ export function connectionTokens(connection: string | string[] | undefined): str
 export function endToEndRawHeaders(rawHeaders: readonly string[], drop?: ReadonlySet<string>): string[] {
   let listed: Set<string> | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (name.length === 10 && name.toLowerCase() === 'connection') {
+    if (isHeaderName(rawHeaders[i] as string, 'connection')) {
       // Usually `keep-alive` alone, which names nothing to drop.
       for (const t of connectionTokens(rawHeaders[i + 1])) {
         listed ??= new Set();

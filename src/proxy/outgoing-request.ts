@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
 import { isHostSyntax } from './host-syntax.ts';
+import { trimOws } from './raw-headers.ts';
 
 /**
  * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
@@ -67,7 +68,18 @@ export function requestFraming(
   return BODILESS_BY_DEFAULT.has(method) ? { kind: 'none' } : { kind: 'length', length: 0 };
 }
 
-/** Whether the client sends a body at all (a declared length above 0, or chunked). */
+/**
+ * Whether the client sends a body at all (RFC 9112 §6.1–6.3): `Transfer-Encoding` present (chunked;
+ * the hygiene gate refuses every other coding and `Transfer-Encoding` with `Content-Length`), or a
+ * `Content-Length` above 0. Node's parser has already refused a malformed or conflicting length
+ * (400) before this runs; a value that still does not read as a number (`NaN`) counts as no body,
+ * and `00` is 0.
+ * @param headers The client's parsed headers (lower-cased names).
+ * @returns `true` when there is a body to stream or rewrite.
+ * @example
+ * hasRequestBody({ 'content-length': '12' }) // → true
+ * hasRequestBody({ 'content-length': '00' }) // → false
+ */
 export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
   return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
 }
@@ -231,7 +243,7 @@ const isScheme = (element: string) => SCHEME.test(element);
 function everyElement(list: string, valid: (element: string) => boolean): boolean {
   if (list === '') return true;
   for (const element of list.split(',')) {
-    const trimmed = element.replace(/^[ \t]+|[ \t]+$/g, '');
+    const trimmed = trimOws(element);
     if (trimmed === '' || !valid(trimmed)) return false;
   }
   return true;

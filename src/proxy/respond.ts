@@ -2,7 +2,7 @@
  * Writing the responses the shim makes itself (SPEC §7).
  */
 import type { ServerResponse } from 'node:http';
-import { errorBody } from './errors.ts';
+import { errorHead } from './errors.ts';
 import { exposedNames } from './response-writer.ts';
 
 /**
@@ -25,16 +25,7 @@ export function sendError(
     res.destroy();
     return;
   }
-  const body = errorBody(statusCode, message);
-  const headers: string[] = [
-    'Content-Type',
-    'application/json; charset=utf-8',
-    'Content-Length',
-    String(body.length),
-    'Cache-Control',
-    'no-store',
-    ...extraHeaders,
-  ];
+  const { headers, body } = errorHead(statusCode, message, extraHeaders);
   if (closeConnection) headers.push('Connection', 'close');
   res.writeHead(statusCode, headers);
   res.end(body);

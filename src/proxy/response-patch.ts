@@ -104,6 +104,20 @@ export interface PatchTarget {
   readonly writableFinished: boolean;
 }
 
+/** What {@link pumpPatch} and {@link pumpCodedPatch} tell their caller (one object per response). */
+export interface PatchPumpEvents {
+  /** Writes the response head; called once, before the first body byte. */
+  writeHead(): void;
+  /** Told the final outcome when the (decoded) body ended, before the response ends. */
+  onEnd(outcome: PatchOutcome): void;
+  /**
+   * The upstream failed mid-body (or, coded, its body does not decode: zlib's `Z_*`, brotli's
+   * `ERR__*`, zstd's `ZSTD_error_*`) while the client is still there: 502/504 if nothing was sent, else
+   * an abort (the caller decides). Called once; not after the client went away.
+   */
+  onError(err: Error): void;
+}
+
 /**
  * What {@link pumpPatch} and {@link pumpCodedPatch} read from: the upstream's response body (an
  * `IncomingMessage`), whose chunks nothing else reads.
@@ -131,20 +145,16 @@ export interface PatchSource {
  * @param source The upstream's response body; destroyed when the client goes away.
  * @param target The client's response.
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
- * @param writeHead Writes the response head; called once, before the first body byte.
- * @param onEnd Told the final outcome when the body ended, before the response ends.
- * @param onError The upstream failed mid-body while the client is still there (502/504 if nothing was
- *   sent, else an abort: the caller decides). Not called after the client went away.
- * @throws Nothing of its own: failures reach `onError`.
+ * @param events `writeHead`, `onEnd`, `onError` ({@link PatchPumpEvents}).
+ * @throws Nothing of its own: failures reach `events.onError`.
  */
 export function pumpPatch(
   source: PatchSource,
   target: PatchTarget,
   patch: ResponsePatch,
-  writeHead: () => void,
-  onEnd: (outcome: PatchOutcome) => void,
-  onError: (err: Error) => void,
+  events: PatchPumpEvents,
 ): void {
+  const { writeHead, onEnd, onError } = events;
   const hold = pauseUntilDrain(source, target);
   source.on('data', (chunk) => {
     const bytes = patchChunk(patch, chunk);
@@ -211,22 +221,18 @@ export interface PatchCodec {
  * @param target The client's response.
  * @param codec The response's decoder and encoder; destroyed when the exchange is abandoned.
  * @param patch The (chained) patch of this response; destroyed when the exchange is abandoned.
- * @param writeHead Writes the response head; called once, before the first body byte.
- * @param onEnd Told the final outcome when the decoded body ended, before the response ends.
- * @param onError The upstream failed mid-body, or its body does not decode (zlib's `Z_*`, brotli's
- *   `ERR__*`, zstd's `ZSTD_error_*`), while the client is still there: 502/504 if nothing was sent,
- *   else an abort (the caller decides). Called once; not after the client went away.
- * @throws Nothing of its own: failures reach `onError`.
+ * @param events `writeHead`, `onEnd` (the decoded body ended), `onError` (also a body that does not
+ *   decode) ({@link PatchPumpEvents}).
+ * @throws Nothing of its own: failures reach `events.onError`.
  */
 export function pumpCodedPatch(
   source: PatchSource,
   target: PatchTarget,
   codec: PatchCodec,
   patch: ResponsePatch,
-  writeHead: () => void,
-  onEnd: (outcome: PatchOutcome) => void,
-  onError: (err: Error) => void,
+  events: PatchPumpEvents,
 ): void {
+  const { writeHead, onEnd, onError } = events;
   const { decoder, encoder } = codec;
   let abandoned = false;
   const abandon = (): void => {

@@ -4,7 +4,6 @@
  * response's head only with its first body byte, so that an upstream dying before any byte can still
  * be answered with a 502.
  */
-import type { IncomingMessage } from 'node:http';
 import { endToEndRawHeaders } from './hop-by-hop.ts';
 
 /**
@@ -39,34 +38,6 @@ export function weakEtag(etag: string): string {
 }
 
 /**
- * One header of a received message, read from its raw header list: exactly `message.headers[name]`,
- * without building the parsed headers object, which Node does lazily on first access and a
- * pass-through never needs otherwise (about 1 µs per response of 7 headers). A name that occurs more
- * than once (and `set-cookie`, always an array) is left to `message.headers`, so Node's own rules
- * (first kept, joined, or listed) decide.
- * @param message The upstream's response (`rawHeaders`, and `headers` for repeated names).
- * @param lowerName The header name, lower case.
- * @returns The value as `message.headers` has it, `undefined` when absent.
- * @example
- * headerValue(upstreamRes, 'vary') // → 'Accept-Encoding' for a response with `Vary: Accept-Encoding`
- */
-export function headerValue(
-  message: Pick<IncomingMessage, 'rawHeaders' | 'headers'>,
-  lowerName: string,
-): string | string[] | undefined {
-  if (lowerName === 'set-cookie') return message.headers[lowerName]; // always an array in Node's view
-  const raw = message.rawHeaders;
-  let found: number | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length !== lowerName.length || name.toLowerCase() !== lowerName) continue;
-    if (found !== undefined) return message.headers[lowerName];
-    found = i + 1;
-  }
-  return found === undefined ? undefined : raw[found];
-}
-
-/**
  * What a patched body makes false: its length, its strong validator (weakened instead), and digests of
  * the upstream's bytes (RFC 9530 `Content-Digest`, `Repr-Digest`; RFC 3230 `Digest`; RFC 1864
  * `Content-MD5`), which a client that checks them would find wrong: dropped rather than recomputed,
@@ -96,15 +67,28 @@ export interface UpstreamHead {
   readonly vary: string | undefined;
 }
 
+/** How {@link responseHead} changes the upstream's head. */
+export interface ResponseHeadOptions {
+  /**
+   * The body will be patched (or this is a bodiless response to a patched exchange): no
+   * `Content-Length`, a strong `ETag` made weak, no digest of the upstream's bytes.
+   */
+  readonly patched: boolean;
+  /** Request header the response varies on, merged into `Vary`; `undefined`: `Vary` untouched. */
+  readonly varyName: string | undefined;
+  /** The exchange's `Range` and `If-Range` were not forwarded: `Accept-Ranges: none` (default `false`). */
+  readonly rangesRefused?: boolean;
+}
+
 /**
  * The client's response head for an upstream response (flat `[name, value, …]`).
  *
  * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
  *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
- * - `patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6), no
+ * - `options.patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6), no
  *   digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
- * - `varyName`: merged into `Vary` with {@link mergeVary}.
- * - `rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
+ * - `options.varyName`: merged into `Vary` with {@link mergeVary}.
+ * - `options.rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
  *   replaces whatever the upstream advertised (RFC 9110 §14.3): this client cannot get ranges.
  * - A CORS response (the upstream sent `Access-Control-Allow-Origin`): the names in `extra` are added
  *   to `Access-Control-Expose-Headers` ({@link exposedNames}), one field line with the upstream's
@@ -112,17 +96,17 @@ export interface UpstreamHead {
  *
  * @param upstream The upstream head.
  * @param extra Headers the shim adds, flat.
- * @param patched The body will be patched (or this is a bodiless response to a patched exchange).
- * @param varyName Request header the response varies on (`undefined`: `Vary` untouched).
- * @param rangesRefused The exchange's `Range` and `If-Range` were not forwarded (default `false`).
+ * @param options Patched, the `Vary` name, ranges refused ({@link ResponseHeadOptions}).
+ * @example
+ * responseHead({ rawHeaders: ['ETag', '"a"'], etag: '"a"', vary: undefined }, ['Warning', 'w'], { patched: true, varyName: 'V' })
+ * // → ['ETag', 'W/"a"', 'Vary', 'V', 'Warning', 'w']
  */
 export function responseHead(
   upstream: UpstreamHead,
   extra: readonly string[],
-  patched: boolean,
-  varyName: string | undefined,
-  rangesRefused = false,
+  options: ResponseHeadOptions,
 ): string[] {
+  const { patched, varyName, rangesRefused = false } = options;
   const flags =
     (patched ? PATCHED : 0) | (varyName === undefined ? 0 : VARIED) | (rangesRefused ? RANGES_REFUSED : 0);
   const head = endToEndRawHeaders(upstream.rawHeaders, dropSets[flags]);
@@ -181,7 +165,7 @@ const NOT_EXPOSED = new Set([
  * standard, CORS protocol: a response header outside the safelist reaches the page's script only when
  * `Access-Control-Expose-Headers` names it). Only for a response the upstream made readable across
  * origins (`Access-Control-Allow-Origin` present): the upstream owns the CORS policy, the shim only makes
- * its own signals (`Warning`, `Deprecation`, `Sunset`, `Link`) visible where the upstream's bodies
+ * the headers it and its plugins add (`Warning`, a plugin's signals) visible where the upstream's bodies
  * already are. `*` is no wildcard for a credentialed request, so names are listed even then.
  * @param rawHeaders The response head to be sent, before `extra` (flat, end-to-end fields only).
  * @param extra The shim's headers (flat `[name, value, …]`).

@@ -5,7 +5,9 @@
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorBody } from './errors.ts';
+import { errorHead, REJECTION_STATUS, type ServerRejection, UPGRADE_REFUSED_MESSAGE } from './errors.ts';
+import { connectionOptions } from './hop-by-hop.ts';
+import { isHttp10OrOlder } from './raw-headers.ts';
 
 /**
  * Server timeouts, in ms (documented in docs/operations.md):
@@ -29,8 +31,17 @@ export const SERVER_TIMEOUTS = Object.freeze({
 /** Largest request head accepted, in bytes; larger → 431 (RFC 6585 §5). */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
-/** Why the server itself refused a request before the pipeline saw it (a metric label). */
-export type ParserRejection = 'malformed' | 'header_size' | 'request_timeout' | 'upgrade';
+/** The messages of the server's own refusals (SPEC §7: what is wrong); their statuses are errors.ts's. */
+const REFUSAL_MESSAGES: Readonly<Record<ServerRejection, string>> = Object.freeze({
+  malformed: 'The request is not valid HTTP/1.1.',
+  header_size: `Request headers are larger than ${MAX_HEADER_BYTES} bytes.`,
+  request_timeout: 'The request was not received in time.',
+  upgrade: UPGRADE_REFUSED_MESSAGE,
+});
+
+/** The server's refusal of a `CONNECT` (counted `malformed`): the hygiene gate's origin-form rule. */
+const CONNECT_REFUSED_MESSAGE =
+  'The request target must be in origin-form (a path starting with "/"); CONNECT is not supported.';
 
 /** The requests of one connection that Node has parsed and the shim has not answered yet. */
 interface Pipeline {
@@ -69,15 +80,11 @@ type ParserErrorTurn =
 
 /**
  * Whether a request asks to close the connection after its response (RFC 9112 §9.3, §9.6): a `close`
- * connection option, or HTTP/1.0 without `keep-alive`.
+ * connection option, or HTTP/1.0 (or 0.9) without `keep-alive`.
  */
 function asksToClose(req: IncomingMessage): boolean {
-  const http10 = req.httpVersionMajor === 1 && req.httpVersionMinor === 0;
-  const connection = req.headers.connection;
-  if (connection === undefined) return http10;
-  const options = connection.toLowerCase().split(',');
-  const has = (option: string) => options.some((o) => o.trim() === option);
-  return has('close') || (http10 && !has('keep-alive'));
+  const options = connectionOptions(req.headers.connection);
+  return options.includes('close') || (isHttp10OrOlder(req.httpVersion) && !options.includes('keep-alive'));
 }
 
 /**
@@ -189,7 +196,7 @@ function pipelineInOrder(handler: RequestListener): {
  */
 export function createFrontServer(
   handler: RequestListener,
-  onRejected: (reason: ParserRejection, status: number) => void = () => {},
+  onRejected: (reason: ServerRejection, status: number) => void = () => {},
   ownHeaders: () => readonly string[] = () => [],
 ): http.Server {
   const pipeline = pipelineInOrder(handler);
@@ -214,22 +221,18 @@ export function createFrontServer(
   // before its body is sent (RFC 9110 §10.1.1).
   server.on('checkContinue', pipeline.onRequest);
   /** A refusal of the server's own, with the headers of every shim-made response. */
-  const refuse = (socket: Duplex, status: number, message: string) =>
-    writeRaw(socket, status, message, ownHeaders());
+  const refuse = (socket: Duplex, reason: ServerRejection, message = REFUSAL_MESSAGES[reason]) =>
+    writeRaw(socket, REJECTION_STATUS[reason], message, ownHeaders());
   // WebSocket and other upgrades never pass through Express middleware: refuse them here (SPEC §3).
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
-    onRejected('upgrade', 501);
-    refuse(socket, 501, 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.');
+    onRejected('upgrade', REJECTION_STATUS.upgrade);
+    refuse(socket, 'upgrade');
   });
   // CONNECT (authority-form) never reaches Express either; without a listener Node drops the
   // connection without a word. Answer as hygiene does (SPEC §3; test/security/admission-bypass-by-path.test.ts).
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    onRejected('malformed', 400);
-    refuse(
-      socket,
-      400,
-      'The request target must be in origin-form (a path starting with "/"); CONNECT is not supported.',
-    );
+    onRejected('malformed', REJECTION_STATUS.malformed);
+    refuse(socket, 'malformed', CONNECT_REFUSED_MESSAGE);
   });
   // Connections whose parser error has been dealt with: the parser, failed, reports every later read
   // again; those are neither answered nor counted (the connection is closing, in stages).
@@ -243,15 +246,15 @@ export function createFrontServer(
     // the client still sends is read and dropped until the close, never answered with a reset.
     if (settled.has(socket) || !socket.writable) return;
     settled.add(socket);
-    const [reason, status, message]: [ParserRejection, number, string] =
+    const reason: ServerRejection =
       err.code === 'HPE_HEADER_OVERFLOW'
-        ? ['header_size', 431, `Request headers are larger than ${MAX_HEADER_BYTES} bytes.`]
+        ? 'header_size'
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? ['request_timeout', 408, 'The request was not received in time.']
-          : ['malformed', 400, 'The request is not valid HTTP/1.1.'];
+          ? 'request_timeout'
+          : 'malformed';
     // In its turn, after the responses to the complete requests before it (RFC 9112 §9.3.2;
     // test/security/request-smuggling.test.ts › pipelined).
-    const turn = pipeline.onParserError(socket, () => refuse(socket, status, message));
+    const turn = pipeline.onParserError(socket, () => refuse(socket, reason));
     if (turn === 'started') {
       // The error is in the body of a request whose response is being sent: a second response would
       // desynchronize a front proxy's response queue, and the first cannot be completed as framed.
@@ -262,7 +265,7 @@ export function createFrontServer(
     }
     // A whole response (a refusal that left the body unread) is never followed by a second one.
     if (turn === 'answered') closeInStages(socket);
-    onRejected(reason, status);
+    onRejected(reason, REJECTION_STATUS[reason]);
   });
   return server;
 }
@@ -281,15 +284,14 @@ function closeInStages(socket: Duplex): void {
 }
 
 /**
- * Writes a shim-made error straight to the socket (the JSON of SPEC §7, `Cache-Control: no-store` as
- * respond.ts `sendError` sends it, and `headers`), then closes the connection in stages.
+ * Writes a shim-made error straight to the socket (errors.ts {@link errorHead}, as respond.ts
+ * `sendError` sends it, with `extra` and `Connection: close`), then closes the connection in stages.
  */
-function writeRaw(socket: Duplex, status: number, message: string, headers: readonly string[]): void {
-  const body = errorBody(status, message);
-  let head =
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${body.length}\r\nCache-Control: no-store\r\n`;
+function writeRaw(socket: Duplex, status: number, message: string, extra: readonly string[]): void {
+  const { headers, body } = errorHead(status, message, extra);
+  headers.push('Connection', 'close');
+  let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  socket.write(`${head}Connection: close\r\n\r\n${body.toString('utf8')}`);
+  socket.write(`${head}\r\n${body.toString('utf8')}`);
   closeInStages(socket);
 }

@@ -28,8 +28,12 @@ export interface Exchange {
   /** Parsed client version; `undefined` on public paths and preflights, which skip the version gate. */
   clientVersion: SemVer | undefined;
   /**
-   * Response headers the shim adds (e.g. `Warning`), in order. They are set on the upstream's response
-   * and on errors the shim makes itself. Names are case-insensitive; repeated names are sent repeated.
+   * Headers the plugins add to this exchange's response (e.g. a deprecation signal): neither request
+   * headers nor the upstream's. Appended in `onRequest` or in an `onResponse` hook, in order, before
+   * the response head is built; sent on the upstream's response after its own end-to-end headers, and
+   * on a response the shim makes itself (4xx/5xx) after its service version; the core's own `Warning`
+   * for an outdated client comes after them. Names are case-insensitive; a name repeated is sent
+   * repeated. A CORS response names them in `Access-Control-Expose-Headers`.
    */
   readonly responseHeaders: Array<[name: string, value: string]>;
   /** Extra fields for this request's log line (bounded, non-secret values only). */
@@ -47,7 +51,20 @@ export interface BodyRewrite {
 }
 
 /** Why a streaming patch stopped patching (counted in shim_response_patches_skipped_total{reason}). */
-export type PatchSkipReason = 'invalid_json' | 'too_deep' | 'value_too_large' | 'budget_exhausted';
+/**
+ * Why a patch stopped: the body is not JSON (`invalid_json`), nests deeper than the patch follows
+ * (`too_deep`), a value to copy is over the plugin's limit (`value_too_large`), the process-wide buffer
+ * budget had no room for it (`budget_exhausted`), or the patch's own machinery failed
+ * (`scanner_failed`: a bug or resource failure in the shim, logged at `error` by the plugin).
+ */
+export type PatchSkipReason = 'invalid_json' | 'too_deep' | 'value_too_large' | 'budget_exhausted' | 'scanner_failed';
+
+/**
+ * Why a response that a hook asked to patch went out unpatched (from some point on): the patch's own
+ * {@link PatchSkipReason}, or `unsupported_encoding`, the core's, for a `Content-Encoding` it cannot
+ * decode. The `reason` label of `shim_response_patches_skipped_total`.
+ */
+export type UnpatchedReason = PatchSkipReason | 'unsupported_encoding';
 
 /** Outcome of a response patch so far; final after end(). */
 export type PatchOutcome =
@@ -58,7 +75,7 @@ export type PatchOutcome =
 /**
  * A streaming patch of one response body (decoded bytes in, patched bytes out), created from the
  * response head before any body byte. Holds back only the value of a member it must copy, bounded
- * per response (MAX_PATCH_VALUE) and process-wide (the BufferBudget); everything else is emitted at once.
+ * per response (by the plugin's own limit on a held value) and process-wide (the BufferBudget); everything else is emitted at once.
  */
 export interface ResponsePatch {
   /**
@@ -120,7 +137,10 @@ export interface ExchangeHooks {
 
 /** A plugin on the two seams (request rewriter and response patcher). */
 export interface ProxyPlugin {
-  /** Short name for logs and metrics. */
+  /**
+   * Short name of the plugin, for whoever reads a plugin list in code or a debugger; the core itself
+   * reads none (a plugin labels its own metrics and log fields).
+   */
   readonly name: string;
   /**
    * Called once per admitted request after the gates, with the original request.
@@ -153,8 +173,8 @@ export interface PluginContext {
   readonly registry: Registry;
   /** The clock, ms since the epoch (default `Date.now`); injected by tests. */
   readonly now?: () => number;
-  /** How the credential gate admits requests (`API_KEY_HEADER`, lower-cased; `AUTH_COOKIES`). */
-  readonly credentials?: { readonly apiKeyHeader: string; readonly cookies: readonly string[] };
+  /** The header the credential gate reads an API key from (`API_KEY_HEADER`, lower-cased). */
+  readonly credentials?: { readonly apiKeyHeader: string };
   /** The process-wide bound on buffered bytes (`MAX_BUFFERED_BYTES`), shared with the core. */
   readonly budget: BufferBudget;
 }

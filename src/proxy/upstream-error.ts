@@ -3,8 +3,13 @@
  * shim's own 502/504, or abort a response that has already started. Pure: decided from what is
  * known about the failure, never from a socket.
  */
-import type { UpstreamErrorKind } from '../observability/metrics.ts';
 import { REJECTION_STATUS, type RejectionReason } from './errors.ts';
+
+/**
+ * Kinds of upstream failure, bounded: the `kind` label of `shim_upstream_errors_total`, and the
+ * status the shim answers with (502, or 504 for `timeout`).
+ */
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'invalid';
 
 /** Idempotent methods (RFC 9110 §9.2.2): safe to send again when the first attempt was not processed. */
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
@@ -26,6 +31,12 @@ const REFUSED = new Set([
 ]);
 
 /**
+ * Error code the shim gives its own upstream timeout (`UPSTREAM_TIMEOUT_MS`: no response head in
+ * time, or a socket idle that long). Classified `timeout`.
+ */
+export const SHIM_TIMEOUT_CODE = 'ESHIMTIMEDOUT';
+
+/**
  * Error code the shim gives an upstream request that closed with neither a response head nor an
  * error of its own. Known cause: a 101 (Switching Protocols) with `Connection: upgrade`, which Node's
  * client would hand to an `'upgrade'` listener; the shim has none, so Node destroys the socket and
@@ -43,7 +54,7 @@ export const NO_RESPONSE_CODE = 'ESHIMNORESPONSE';
 export const SWITCHED_PROTOCOLS_CODE = 'ESHIMSWITCHED';
 
 /**
- * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE} and {@link SWITCHED_PROTOCOLS_CODE} for invalid responses; TLS
+ * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE} and {@link SWITCHED_PROTOCOLS_CODE} for invalid responses, {@link SHIM_TIMEOUT_CODE} for its timeout; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
  */
@@ -62,7 +73,7 @@ export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind
   ) {
     return 'invalid';
   }
-  if (code === 'ETIMEDOUT' || code === 'ESHIMTIMEDOUT') return 'timeout';
+  if (code === 'ETIMEDOUT' || code === SHIM_TIMEOUT_CODE) return 'timeout';
   return 'reset';
 }
 

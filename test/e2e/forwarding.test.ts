@@ -240,8 +240,8 @@ describe('1xx responses of the upstream (RFC 9110 §15.2)', () => {
     expect(text).toContain('{"ok":true}');
   });
 
-  it('never to an HTTP/1.0 client', async () => {
-    const text = await sendRawUntilClose(stack.url, `GET /page HTTP/1.0\r\n${AUTH}\r\n`);
+  it.each(['1.0', '0.9'])('never to an HTTP/%s client', async (version) => {
+    const text = await sendRawUntilClose(stack.url, `GET /page HTTP/${version}\r\n${AUTH}\r\n`);
     expect(statusesIn(text)).toEqual([200]);
   });
 });

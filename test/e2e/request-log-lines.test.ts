@@ -35,7 +35,7 @@ async function start() {
   });
   const track = createRequestLog(createLogger('info', [], sink));
   app.use((req, res, next) => {
-    track(req, res, stateOf(res).startedAt);
+    track(req, res, stateOf(res)!.startedAt);
     next();
   });
   app.get('/fail', (_req, res) => {

@@ -35,11 +35,11 @@ async function start() {
   });
   const track = createRequestLog(logger);
   app.use((req, res, next) => {
-    track(req, res, stateOf(res).startedAt);
+    track(req, res, stateOf(res)!.startedAt);
     next();
   });
   app.use((req, res) => {
-    const state = stateOf(res);
+    const state = stateOf(res)!;
     if (req.headers['x-reject']) {
       state.rejection = 'credentials';
       res.status(401).end();

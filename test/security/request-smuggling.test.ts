@@ -370,6 +370,7 @@ describe.concurrent('requests pipelined behind a response that closes the connec
     ['an HTTP/1.1 request without Host', 'GET /first HTTP/1.1\r\nService-Client-Version: 1.0.0\r\n\r\n', 400],
     ['a request that asks to close', `GET /first HTTP/1.1\r\n${AUTH}Connection: close\r\n\r\n`, 200],
     ['an HTTP/1.0 request without keep-alive', `GET /first HTTP/1.0\r\n${AUTH}\r\n`, 200],
+    ['an HTTP/0.9 request without keep-alive', `GET /first HTTP/0.9\r\n${AUTH}\r\n`, 200],
   ])('after %s: one response, and the smuggled request is never handled', async (_name, first, status) => {
     const { upstream, stack } = await stackWithRecorder();
     const raw = await sendRawUntilClose(stack.url, `${first}${SMUGGLED}`);

@@ -307,7 +307,6 @@ describe('patchJson — a failure of the JSON scanner', () => {
     expect(patch.write(rest)).toBe(rest);
     expect(patch.end().length).toBe(0);
     expect(failures).toEqual([trap]);
-    // `invalid_json` until the core's PatchSkipReason has `scanner_failed` (src/aliases/patch-json.ts).
-    expect(patch.outcome).toEqual({ kind: 'skipped', reason: 'invalid_json' });
+    expect(patch.outcome).toEqual({ kind: 'skipped', reason: 'scanner_failed' });
   });
 });

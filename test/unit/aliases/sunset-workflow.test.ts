@@ -39,7 +39,7 @@ function setup(overrides: Partial<AliasSettings> = {}) {
     logger: pino({ level: 'silent' }),
     registry,
     now: () => clock,
-    credentials: { apiKeyHeader: 'x-api-key', cookies: ['authtoken'] },
+    credentials: { apiKeyHeader: 'x-api-key' },
     budget: { tryReserve: () => true, release() {}, used: 0, limit: Number.MAX_SAFE_INTEGER },
   });
   const exchangeOf = (

@@ -223,7 +223,7 @@ describe('clientVersionGate', () => {
     let nextCalled = false;
     let error: unknown;
     try {
-      gate(req, stateOf(res));
+      gate(req, stateOf(res)!);
       nextCalled = true;
     } catch (err) {
       error = err;

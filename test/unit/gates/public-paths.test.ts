@@ -71,6 +71,11 @@ describe('isPreflight', () => {
     ['GET', preflightHeaders, false],
     ['POST', preflightHeaders, false],
     ['options', preflightHeaders, false],
+    // A body: not a browser's preflight, checked. The forwarder's rule (hasRequestBody) decides.
+    ['OPTIONS', { ...preflightHeaders, 'content-length': '0' }, true],
+    ['OPTIONS', { ...preflightHeaders, 'content-length': '00' }, true],
+    ['OPTIONS', { ...preflightHeaders, 'content-length': '1' }, false],
+    ['OPTIONS', { ...preflightHeaders, 'transfer-encoding': 'chunked' }, false],
   ])('%s %j → %s', (method, headers, expected) => {
     expect(isPreflight(method, headers)).toBe(expected);
   });
@@ -86,7 +91,7 @@ describe('publicPathGate', () => {
     const state = createExchangeState(req, 0);
     const res = { locals: { shim: state } } as unknown as ServerResponse;
     let nextCalled = false;
-    publicPathGate({ exact: ['/api/health'], prefixes: ['/static/'] })(req, stateOf(res));
+    publicPathGate({ exact: ['/api/health'], prefixes: ['/static/'] })(req, stateOf(res)!);
     nextCalled = true;
     expect(nextCalled).toBe(true);
     return state.unchecked;

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   errorBody,
+  errorHead,
   REJECTION_RETRY_AFTER,
   REJECTION_STATUS,
   type RejectionReason,
@@ -47,6 +48,31 @@ describe('errorBody', () => {
   });
 });
 
+describe('errorHead', () => {
+  it('gives the framing, no-store and the extra headers in order, and the body', () => {
+    const { headers, body } = errorHead(502, 'x', ['Service-Version', '1.2.3']);
+    expect(body).toEqual(errorBody(502, 'x'));
+    expect(headers).toEqual([
+      'Content-Type',
+      'application/json; charset=utf-8',
+      'Content-Length',
+      String(body.length),
+      'Cache-Control',
+      'no-store',
+      'Service-Version',
+      '1.2.3',
+    ]);
+  });
+
+  it('returns a new header list each time (callers append Connection: close)', () => {
+    const extra = ['A', 'b'];
+    const first = errorHead(400, 'x', extra);
+    first.headers.push('Connection', 'close');
+    expect(errorHead(400, 'x', extra).headers).not.toContain('Connection');
+    expect(extra).toEqual(['A', 'b']);
+  });
+});
+
 describe('ShimError', () => {
   it.each<[RejectionReason, number]>([
     ['hygiene', 400],
@@ -63,6 +89,9 @@ describe('ShimError', () => {
     ['upstream_timeout', 504],
     ['buffer_budget', 503],
     ['body_timeout', 408],
+    ['malformed', 400],
+    ['header_size', 431],
+    ['request_timeout', 408],
   ])('%s → %d', (reason, status) => {
     const err = new ShimError(reason, 'message');
     expect(err.statusCode).toBe(status);
@@ -73,7 +102,7 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(14);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(17);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 

@@ -3,7 +3,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { connectionTokens, endToEndRawHeaders, HOP_BY_HOP } from '../../../src/proxy/hop-by-hop.ts';
+import {
+  connectionOptions,
+  connectionTokens,
+  endToEndRawHeaders,
+  HOP_BY_HOP,
+} from '../../../src/proxy/hop-by-hop.ts';
 
 /** RFC 9110 §7.6.1 names, plus the RFC 2616 §13.5.1 ones and the de-facto `Proxy-Connection`. */
 const HOP_NAMES = [
@@ -29,6 +34,24 @@ describe('HOP_BY_HOP', () => {
       expect(HOP_BY_HOP.has(name)).toBe(false);
     },
   );
+});
+
+describe('connectionOptions', () => {
+  it.each<[string | string[] | undefined, string[]]>([
+    [undefined, []],
+    ['', []],
+    ['close', ['close']],
+    ['keep-alive', ['keep-alive']],
+    ['Close', ['close']],
+    ['Keep-Alive, X-Foo', ['keep-alive', 'x-foo']],
+    [' X-Foo ,  close ,, ', ['x-foo', 'close']],
+    [
+      ['X-A', 'close, X-B'],
+      ['x-a', 'close', 'x-b'],
+    ],
+  ])('%j → %j', (value, expected) => {
+    expect(connectionOptions(value)).toEqual(expected);
+  });
 });
 
 describe('connectionTokens', () => {

@@ -70,7 +70,7 @@ function setUp(codec: PatchCodec, patch = recordingPatch()) {
   const onEnd = vi.fn((_outcome: PatchOutcome) => target.written.push('<outcome>'));
   const { promise: errored, resolve: reported } = Promise.withResolvers<void>();
   const onError = vi.fn((_err: Error) => reported());
-  pumpCodedPatch(source, target, codec, patch, writeHead, onEnd, onError);
+  pumpCodedPatch(source, target, codec, patch, { writeHead, onEnd, onError });
   return { source, target, patch, writeHead, onEnd, onError, errored };
 }
 

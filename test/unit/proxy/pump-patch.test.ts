@@ -61,7 +61,7 @@ function setUp() {
   });
   const onEnd = vi.fn();
   const onError = vi.fn();
-  pumpPatch(source, target, patch, writeHead, onEnd, onError);
+  pumpPatch(source, target, patch, { writeHead, onEnd, onError });
   return { source, target, patch, writeHead, onEnd, onError };
 }
 
@@ -71,7 +71,7 @@ function setUpReusing() {
   const target = new FakeTarget();
   target.headersSent = true;
   const patch = reusingPatch();
-  pumpPatch(source, target, patch, vi.fn(), vi.fn(), vi.fn());
+  pumpPatch(source, target, patch, { writeHead: vi.fn(), onEnd: vi.fn(), onError: vi.fn() });
   return { source, target, patch };
 }
 
@@ -155,7 +155,7 @@ describe('pumpPatch', () => {
     };
     const source2 = new FakeSource();
     const target2 = new FakeTarget();
-    pumpPatch(source2, target2, passing, vi.fn(), vi.fn(), vi.fn());
+    pumpPatch(source2, target2, passing, { writeHead: vi.fn(), onEnd: vi.fn(), onError: vi.fn() });
     source2.emit('data', Buffer.from('x'));
     target2.flushOne();
     expect(passing.recycle).not.toHaveBeenCalled();
@@ -177,7 +177,7 @@ describe('pumpPatch', () => {
     };
     const source2 = new FakeSource();
     const target2 = new FakeTarget();
-    pumpPatch(source2, target2, passing, vi.fn(), vi.fn(), vi.fn());
+    pumpPatch(source2, target2, passing, { writeHead: vi.fn(), onEnd: vi.fn(), onError: vi.fn() });
     const passed = Buffer.allocUnsafeSlow(2);
     passed.write('xy');
     const failed = Buffer.allocUnsafeSlow(2);

@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
 import { SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
-import { ClientAbortedError, readBoundedBody, rewriteRequestBody } from '../../../src/proxy/request-body.ts';
+import {
+  ClientAbortedError,
+  hasLargeUnreadBody,
+  readBoundedBody,
+  rewriteRequestBody,
+} from '../../../src/proxy/request-body.ts';
 import type { ExchangeHooks } from '../../../src/proxy/types.ts';
 
 /** A request stand-in: a readable stream with `headers` and `complete`, like `IncomingMessage`. */
@@ -296,5 +301,25 @@ describe('rewriteRequestBody', () => {
     const out = await rewriteRequestBody(req, [hooks], 1024);
     expect(out.equals(encoded)).toBe(true);
     expect(calls).toEqual([]);
+  });
+});
+
+/** The "large unread body" test that decides between draining and closing after a refusal (app.ts). */
+describe('hasLargeUnreadBody', () => {
+  const req = (headers: IncomingHttpHeaders, readableEnded = false) =>
+    ({ headers, readableEnded }) as unknown as IncomingMessage;
+
+  it.each<[string, IncomingHttpHeaders, boolean, boolean]>([
+    ['no body', {}, false, false],
+    ['Content-Length 0', { 'content-length': '0' }, false, false],
+    ['a small body', { 'content-length': '1024' }, false, false],
+    ['exactly 64 KiB', { 'content-length': String(64 * 1024) }, false, false],
+    ['one byte over 64 KiB', { 'content-length': String(64 * 1024 + 1) }, false, true],
+    ['a gigabyte', { 'content-length': String(1024 ** 3) }, false, true],
+    ['a chunked body (size unknown)', { 'transfer-encoding': 'chunked' }, false, true],
+    ['a large body already read', { 'content-length': String(1024 ** 3) }, true, false],
+    ['a chunked body already read', { 'transfer-encoding': 'chunked' }, true, false],
+  ])('%s → %s', (_name, headers, ended, expected) => {
+    expect(hasLargeUnreadBody(req(headers, ended))).toBe(expected);
   });
 });

@@ -1,0 +1,234 @@
+/**
+ * One exchange's attempts at the upstream (SPEC §4): sends the request on the keep-alive pool, times it
+ * (`UPSTREAM_TIMEOUT_MS`), passes an upstream's 103 on, decides each failure with upstream-error.ts
+ * (replay once, answer, abort, or let a whole response finish) and hands the response head, or the
+ * failure, back to the forwarder. The sockets, timers and listeners of an attempt; the decisions are
+ * upstream-error.ts's, pure.
+ */
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { pumpBody } from './body-pump.ts';
+import type { Reservation } from './buffer-budget.ts';
+import type { ExchangeState } from './exchange.ts';
+import { isHttp10OrOlder } from './raw-headers.ts';
+import { earlyHints } from './response-writer.ts';
+import type { UpstreamTransport } from './upstream-agent.ts';
+import {
+  decideUpstreamFailure,
+  IDEMPOTENT_METHODS,
+  NO_RESPONSE_CODE,
+  SHIM_TIMEOUT_CODE,
+  SWITCHED_PROTOCOLS_CODE,
+  type UpstreamDecision,
+} from './upstream-error.ts';
+
+/**
+ * One exchange on its way upstream: made by the forwarder's handler (one small object per request),
+ * completed by the body rewrite, read by every step after it.
+ */
+export interface Forwarding {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly state: ExchangeState;
+  /** The origin-form target after the plugins' query rewrites, e.g. `/missions?skip=1`. */
+  readonly url: string;
+  /** What goes upstream as the body: nothing, the client's stream, or the rewritten bytes. */
+  body: Buffer | 'stream' | undefined;
+  /** The budget held for a rewritten body: released once the upstream's head arrived. */
+  reservation: Reservation | undefined;
+}
+
+/** A failure decided for good: answered, aborted, or let finish; never replayed. */
+export type FinalDecision = Exclude<UpstreamDecision, { action: 'replay' }>;
+
+/** What {@link createUpstreamAttempt} needs: the pool, the timeout, and the forwarder's two outcomes. */
+export interface UpstreamAttemptOptions {
+  /** The pool and request function for the upstream (upstream-agent.ts). */
+  readonly transport: UpstreamTransport;
+  /**
+   * No response head within this many ms after the request was sent, or a socket idle that long in
+   * any phase: a `timeout` failure.
+   */
+  readonly upstreamTimeoutMs: number;
+  readonly logger: Logger;
+  /**
+   * The upstream's response head arrived (not a 101): relay it to the client. `fail` reports a later
+   * failure of the same attempt (the body cut short, a body that does not decode).
+   */
+  readonly relayResponse: (
+    f: Forwarding,
+    upstreamRes: IncomingMessage,
+    fail: (err: NodeJS.ErrnoException) => void,
+  ) => void;
+  /**
+   * An attempt failed and is not replayed: count and log it, then answer 502/504 (`respond`), abort
+   * the client's response (`abort`), or nothing more (`finish`: the response was whole and goes on).
+   * After a `respond` or `abort` the attempt destroys the upstream request and response.
+   */
+  readonly upstreamFailed: (f: Forwarding, err: NodeJS.ErrnoException, decision: FinalDecision) => void;
+}
+
+/** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
+const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
+  Object.assign(new Error(message), { code });
+
+/**
+ * Creates the function that sends one exchange upstream and sees it through its attempts: at most
+ * two (a replay of an idempotent request whose body the shim holds, on a pooled connection that the
+ * upstream closed as it was reused; RFC 9110 §9.2.2). The client going away destroys the upstream
+ * request; nothing is sent when it went away before.
+ * @param options The pool, the timeout and the forwarder's outcomes ({@link UpstreamAttemptOptions}).
+ * @returns `(f, path, headers)`: `path` the upstream request target, `headers` its head, flat
+ *   (outgoing-request.ts `buildUpstreamHeaders`). Throws nothing: a fault in relaying a response fails
+ *   that exchange (both sides destroyed) and is logged.
+ */
+export function createUpstreamAttempt(
+  options: UpstreamAttemptOptions,
+): (f: Forwarding, path: string, headers: string[]) => void {
+  const { transport, upstreamTimeoutMs, logger, relayResponse, upstreamFailed } = options;
+  const { agent, target } = transport;
+  return (f, path, headers) => {
+    const { req, res, state, body } = f;
+    // The client may have gone while the gates ran or the body was read: its 'close' has passed.
+    if (res.destroyed || req.socket.destroyed) {
+      f.reservation?.release();
+      return;
+    }
+    // Idempotent, and the shim holds the whole body (or there is none): can be sent again.
+    const replayable = IDEMPOTENT_METHODS.has(req.method ?? '') && body !== 'stream';
+    let attempt = 0;
+    let clientGone = false;
+    let current: ClientRequest | undefined;
+    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      clientGone = true;
+      current?.destroy();
+    });
+
+    const send = () => {
+      let headReceived = false;
+      let upstreamResponse: IncomingMessage | undefined;
+      let failed = false;
+      let headerTimer: NodeJS.Timeout | undefined;
+      const upstreamReq = transport.request({
+        ...target,
+        agent,
+        method: req.method,
+        path,
+        headers,
+        setHost: false,
+      });
+      current = upstreamReq;
+      state.upstreamStartedAt = performance.now();
+
+      const onTimeout = () => {
+        state.upstreamTimedOut = true;
+        upstreamReq.destroy(upstreamError('upstream timed out', SHIM_TIMEOUT_CODE));
+      };
+      // Idle socket in any phase (upload, waiting, download) …
+      upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
+      // … and no response headers within the timeout once the request is fully sent.
+      upstreamReq.on('finish', () => {
+        if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
+      });
+
+      /**
+       * A failure of this attempt, before or after the upstream's head. `responseComplete`: the upstream
+       * connection failed after its response had been read whole (not a failure of the body's decoding).
+       */
+      const fail = (err: NodeJS.ErrnoException, responseComplete = false) => {
+        if (failed || clientGone) return;
+        clearTimeout(headerTimer);
+        const decision = decideUpstreamFailure({
+          error: err,
+          timedOut: state.upstreamTimedOut,
+          headReceived,
+          clientStarted: res.headersSent,
+          responseComplete,
+          reusedSocket: upstreamReq.reusedSocket,
+          replayable,
+          replayed: attempt > 0,
+        });
+        // Latched, so that this attempt fails once; not for `finish` (see below).
+        if (decision.action !== 'finish') failed = true;
+        if (decision.action === 'replay') {
+          // A pooled connection the upstream closed just as it was reused (RFC 9110 §9.2.2).
+          logger.debug(
+            { path: state.exchange.path, code: err.code },
+            'retrying on another upstream connection',
+          );
+          attempt++;
+          send();
+          return;
+        }
+        upstreamFailed(f, err, decision);
+        // The response is whole and goes on to the client; Node drops the upstream connection. Not
+        // latched: its body may still fail to decode, and that failure must reach the client.
+        if (decision.action === 'finish') return;
+        // Nothing of the upstream's response may follow the shim's 502/504 (or the abort), and nothing
+        // more of the client's body goes to it: destroyed, the request no longer holds the body's pump
+        // waiting for a `drain` that would never come.
+        upstreamResponse?.destroy();
+        upstreamReq.destroy();
+      };
+      upstreamReq.on('error', (err: NodeJS.ErrnoException) => fail(err, upstreamResponse?.complete === true));
+      // Closed with neither a response nor an error — a 101 with `Connection: upgrade`, which Node's
+      // client, with no 'upgrade' listener, ends by destroying the socket: the client must not wait for
+      // a response that cannot come (SPEC §4: the shim never hangs a client).
+      upstreamReq.on('close', () => {
+        clearTimeout(headerTimer);
+        if (!headReceived)
+          fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
+      });
+
+      // A 103 the upstream sends of its own accord goes on (RFC 9110 §15.2: a proxy MUST forward such
+      // 1xx), never to an HTTP/1.0 (or 0.9) client. Not a 100 (the shim answered the client's Expect itself, and
+      // sends no Expect upstream) nor a 102 (deprecated; Node's server can send none of its own fields).
+      upstreamReq.on('information', (info) => {
+        if (info.statusCode !== 103 || res.headersSent || clientGone || isHttp10OrOlder(req.httpVersion))
+          return;
+        const hints = earlyHints(info.rawHeaders);
+        if (hints === undefined) return;
+        try {
+          res.writeEarlyHints(hints);
+        } catch (err) {
+          // Node checks `Link` against a narrower grammar than RFC 8288 (a quoted `title="a b"`
+          // throws ERR_INVALID_ARG_VALUE): such a hint is dropped, never the process.
+          logger.debug({ err, path: state.exchange.path }, 'early hints not forwarded');
+        }
+      });
+
+      upstreamReq.on('response', (upstreamRes: IncomingMessage) => {
+        if (upstreamRes.statusCode === 101) {
+          // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts); `fail`
+          // destroys its connection, never pooled (the upstream may speak another protocol on it).
+          fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
+          return;
+        }
+        headReceived = true;
+        upstreamResponse = upstreamRes;
+        clearTimeout(headerTimer);
+        f.reservation?.release();
+        upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
+        upstreamRes.on('close', () => {
+          if (!upstreamRes.complete) fail(upstreamError('upstream response cut short', 'ECONNRESET'));
+        });
+        try {
+          relayResponse(f, upstreamRes, fail);
+        } catch (err) {
+          // A fault in one exchange's handling fails that exchange, never the process.
+          logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
+          upstreamRes.destroy();
+          res.destroy();
+        }
+      });
+
+      if (body === undefined) upstreamReq.end();
+      else if (body === 'stream') pumpBody(req, upstreamReq);
+      else upstreamReq.end(body);
+    };
+    send();
+  };
+}

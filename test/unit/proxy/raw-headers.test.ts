@@ -1,0 +1,82 @@
+/**
+ * Reading a head as Node received it (src/proxy/raw-headers.ts): raw header list scans, optional
+ * whitespace (RFC 9110 §5.5), the protocol version.
+ */
+import { IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import {
+  headerCount,
+  headerValue,
+  isHeaderName,
+  isHttp10OrOlder,
+  trimOws,
+} from '../../../src/proxy/raw-headers.ts';
+
+describe('isHeaderName', () => {
+  it.each<[string, string, boolean]>([
+    ['Host', 'host', true],
+    ['HOST', 'host', true],
+    ['Hosts', 'host', false],
+    ['Hos', 'host', false],
+    ['Connection', 'connection', true],
+  ])('%s is %s: %s', (name, lower, expected) => expect(isHeaderName(name, lower)).toBe(expected));
+});
+
+describe('headerCount', () => {
+  it.each<[string[], string, number]>([
+    [[], 'x-api-key', 0],
+    [['x-api-key', 'a'], 'x-api-key', 1],
+    [['X-API-Key', 'a', 'x-api-key', 'b'], 'x-api-key', 2],
+    [['X-Api-Key-2', 'a', 'x-api-keyx', 'b', 'Host', 'x'], 'x-api-key', 0],
+    [['x-api-key', 'a', 'Host', 'x', 'X-API-KEY', 'b', 'x-api-key', 'c'], 'x-api-key', 3],
+  ])('%j counts %s %d times', (raw, name, n) => {
+    expect(headerCount(raw, name)).toBe(n);
+  });
+});
+
+describe('headerValue', () => {
+  /** A received message as Node's parser fills it: rawHeaders, and the lazily built headers from them. */
+  function received(rawHeaders: string[]): IncomingMessage {
+    const message = new IncomingMessage(undefined as never); // no socket: only the header views are read
+    message.rawHeaders = rawHeaders;
+    (message as unknown as { _addHeaderLines(h: string[], n: number): void })._addHeaderLines(
+      rawHeaders,
+      rawHeaders.length,
+    );
+    return message;
+  }
+
+  it.each<[string, string[]]>([
+    ['vary', ['Content-Type', 'a', 'Vary', 'Accept-Encoding']],
+    ['vary', ['Vary', 'Accept-Encoding', 'vary', 'Origin']],
+    ['etag', ['ETag', '"a"', 'etag', '"b"']],
+    ['etag', []],
+    ['service-version', ['Service-Version', '1.2.3']],
+    ['service-version', ['Service-Version', '1.2.3', 'SERVICE-VERSION', '1.2.4']],
+    ['set-cookie', ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']],
+    ['set-cookie', ['Set-Cookie', 'a=1']],
+    ['x', ['X', '', 'Y', 'z']],
+  ])('%s in %j is what message.headers has', (name, raw) => {
+    expect(headerValue(received(raw), name)).toEqual(received(raw).headers[name]);
+  });
+});
+
+describe('trimOws', () => {
+  it.each<[string, string]>([
+    [' chunked ', 'chunked'],
+    ['\t chunked\t', 'chunked'],
+    ['chunked\u00a0', 'chunked\u00a0'],
+    ['\u000bchunked', '\u000bchunked'],
+    ['a b', 'a b'],
+    ['  ', ''],
+  ])('%j → %j (SP and HTAB only)', (value, expected) => expect(trimOws(value)).toBe(expected));
+});
+
+describe('isHttp10OrOlder', () => {
+  it.each<[string, boolean]>([
+    ['0.9', true],
+    ['1.0', true],
+    ['1.1', false],
+    ['2.0', false],
+  ])('%s → %s', (version, expected) => expect(isHttp10OrOlder(version)).toBe(expected));
+});
