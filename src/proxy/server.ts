@@ -223,17 +223,27 @@ export function createFrontServer(
   /** A refusal of the server's own, with the headers of every shim-made response. */
   const refuse = (socket: Duplex, reason: ServerRejection, message = REFUSAL_MESSAGES[reason]) =>
     writeRaw(socket, REJECTION_STATUS[reason], message, ownHeaders());
+  /**
+   * Refuses a request Node handed over with its bare socket (an upgrade, a CONNECT). Node has detached
+   * its HTTP parser and its own listeners from that socket, `'error'` and `'drain'` among them: an
+   * error unheard would be thrown and end the process (a client resetting right after such a request,
+   * test/security/h2c-upgrade-smuggling.test.ts), and a response still being written for a request
+   * pipelined before it would never hear `'drain'` again. The refusal takes its turn after the
+   * responses to those requests (RFC 9112 §9.3.2), as a parser error does.
+   */
+  const refuseHandedOver = (socket: Duplex, reason: ServerRejection, message = REFUSAL_MESSAGES[reason]) => {
+    socket.on('error', ignoreError);
+    socket.on('drain', () => relayDrain(socket));
+    onRejected(reason, REJECTION_STATUS[reason]);
+    pipeline.onParserError(socket, () => refuse(socket, reason, message));
+  };
   // WebSocket and other upgrades never pass through Express middleware: refuse them here (SPEC §3).
-  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
-    onRejected('upgrade', REJECTION_STATUS.upgrade);
-    refuse(socket, 'upgrade');
-  });
+  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => refuseHandedOver(socket, 'upgrade'));
   // CONNECT (authority-form) never reaches Express either; without a listener Node drops the
   // connection without a word. Answer as hygiene does (SPEC §3; test/security/admission-bypass-by-path.test.ts).
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    onRejected('malformed', REJECTION_STATUS.malformed);
-    refuse(socket, 'malformed', CONNECT_REFUSED_MESSAGE);
-  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
+    refuseHandedOver(socket, 'malformed', CONNECT_REFUSED_MESSAGE),
+  );
   // Connections whose parser error has been dealt with: the parser, failed, reports every later read
   // again; those are neither answered nor counted (the connection is closing, in stages).
   const settled = new WeakSet<Duplex>();
@@ -268,6 +278,18 @@ export function createFrontServer(
     onRejected(reason, REJECTION_STATUS[reason]);
   });
   return server;
+}
+
+/** Errors of a socket the HTTP server no longer listens to: the socket is destroyed with them, nothing to do. */
+function ignoreError(): void {}
+
+/**
+ * Relays a socket's `'drain'` to the response being written on it, as Node's server does until it
+ * hands the socket over (lib/_http_server.js `socketOnDrain`): once the response has nothing pending.
+ */
+function relayDrain(socket: Duplex): void {
+  const res = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (res && !res.writableEnded && res.writableNeedDrain && res.writableLength === 0) res.emit('drain');
 }
 
 /**

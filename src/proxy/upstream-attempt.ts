@@ -125,14 +125,27 @@ export function createUpstreamAttempt(
 
       const onTimeout = () => {
         state.upstreamTimedOut = true;
-        upstreamReq.destroy(upstreamError('upstream timed out', SHIM_TIMEOUT_CODE));
+        const err = upstreamError('upstream timed out', SHIM_TIMEOUT_CODE);
+        upstreamReq.destroy(err);
+        // Still waiting for a pooled connection: Node reports a destroyed request's error only once
+        // the pool hands it a socket, which may be never while slow clients hold them all.
+        if (upstreamReq.socket === null) fail(err);
       };
       // Idle socket in any phase (upload, waiting, download) …
       upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
-      // … and no response headers within the timeout once the request is fully sent.
-      upstreamReq.on('finish', () => {
-        if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
-      });
+      // … and no response headers within the timeout, counted from now: a request that waits for a
+      // pooled connection (every one of the pool's sockets busy, e.g. held by slow clients) has no
+      // socket for the idle timer yet, and is not sent until it gets one
+      // (test/security/slow-clients.test.ts › slow bodies holding every pooled upstream connection).
+      headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
+      if (body === 'stream') {
+        // A streamed body's upload is bounded by the idle timer once it has a socket; the head's
+        // timer starts again when the body has been sent.
+        upstreamReq.once('socket', () => clearTimeout(headerTimer));
+        upstreamReq.on('finish', () => {
+          if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
+        });
+      }
 
       /**
        * A failure of this attempt, before or after the upstream's head. `responseComplete`: the upstream

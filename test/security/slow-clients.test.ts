@@ -177,6 +177,57 @@ describe.concurrent('slow bodies', () => {
   });
 });
 
+describe.concurrent('slow bodies holding every pooled upstream connection', () => {
+  it('a request queued for a connection gets 504 after UPSTREAM_TIMEOUT_MS, not once the slow bodies end', async ({
+    expect,
+  }) => {
+    // slowhttptest -B against a public path (2026-11-25): 1,100 trickled POST bodies held the pool's
+    // 1,024 upstream connections (each kept busy by its trickle), and a request waiting for one of them
+    // had no timer at all: it waited past UPSTREAM_TIMEOUT_MS, for as long as the slow bodies lasted
+    // (up to requestTimeout, 10 min). The same with a pool of 2.
+    const upstream = await silentUpstream();
+    const stack = await shortTimeoutStack({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
+    stack.server.requestTimeout = 60_000; // the slow bodies outlast the test
+    stack.shim.forwarder.agent.maxSockets = 2;
+    const holders: net.Socket[] = [];
+    let holdersClosed = 0;
+    for (let i = 0; i < 2; i++) {
+      void connection(stack, (s) => {
+        holders.push(s);
+        s.write(
+          `POST /api/health HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n`,
+        );
+        // A byte well within the upstream idle timer: the upstream socket is never idle.
+        drip(s, 'b'.repeat(100_000), UPSTREAM_MS / 5);
+      }).then(() => holdersClosed++);
+    }
+    await waitFor(() => upstream.open() === 2, { what: 'both pooled connections held' });
+    const replies: Array<{ status: number; text: string }> = [];
+    const queued = [
+      send(stack.url, 'GET', '/user/me', { 'service-client-version': '1.0.0', 'x-api-key': 'k' }),
+      send(stack.url, 'POST', '/user/me', { 'service-client-version': '1.0.0', 'x-api-key': 'k' }, 'hello'),
+    ];
+    for (const reply of queued)
+      void reply.then(
+        (r) => replies.push(r),
+        () => {},
+      );
+    try {
+      await waitFor(() => replies.length === 2, { what: 'the queued requests’ answers', timeoutMs: 10_000 });
+      expect(replies.map((r) => r.status)).toEqual([504, 504]);
+      for (const r of replies) expect(JSON.parse(r.text)).toMatchObject({ statusCode: 504 });
+      // Answered while the slow bodies still held the pool.
+      expect(holdersClosed).toBe(0);
+      expect(upstream.open()).toBe(2);
+    } finally {
+      for (const h of holders) h.destroy();
+    }
+  });
+});
+
 describe.concurrent('slow read', () => {
   it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async ({
     expect,
