@@ -57,7 +57,12 @@ export interface BodyRewrite {
  * budget had no room for it (`budget_exhausted`), or the patch's own machinery failed
  * (`scanner_failed`: a bug or resource failure in the shim, logged at `error` by the plugin).
  */
-export type PatchSkipReason = 'invalid_json' | 'too_deep' | 'value_too_large' | 'budget_exhausted' | 'scanner_failed';
+export type PatchSkipReason =
+  | 'invalid_json'
+  | 'too_deep'
+  | 'value_too_large'
+  | 'budget_exhausted'
+  | 'scanner_failed';
 
 /**
  * Why a response that a hook asked to patch went out unpatched (from some point on): the patch's own

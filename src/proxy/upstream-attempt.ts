@@ -143,7 +143,8 @@ export function createUpstreamAttempt(
         // timer starts again when the body has been sent.
         upstreamReq.once('socket', () => clearTimeout(headerTimer));
         upstreamReq.on('finish', () => {
-          if (!state.upstreamTimedOut && !headReceived) headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
+          if (!state.upstreamTimedOut && !headReceived)
+            headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
         });
       }
 
