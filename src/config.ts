@@ -415,7 +415,7 @@ export const CORE_VARIABLES = {
     schema: parsers.byteSize('64mb'),
     default: '64mb',
     meaning:
-      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite (a declared `Content-Length` is reserved whole before the first byte is read, a chunked body as it arrives, released once forwarded or abandoned) and values the response patcher holds to copy. A request that would exceed it gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
+      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
   },
   BODY_TIMEOUT_MS: {
     schema: parsers.ms(30_000),

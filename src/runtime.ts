@@ -25,6 +25,7 @@ import { createAdminServer, probeUpstream } from './observability/admin.ts';
 import { createLogger } from './observability/logger.ts';
 import { type CoreMetrics, createMetrics } from './observability/metrics.ts';
 import { createFrontServer } from './proxy/server.ts';
+import { createUpstreamTransport } from './proxy/upstream-agent.ts';
 
 /** How long a readiness (and start-up) probe of the upstream may take, in ms. */
 export const READINESS_PROBE_TIMEOUT_MS = 1_000;
@@ -121,12 +122,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const metrics = createMetrics(options.processMetrics ?? true);
   const shim = createShim(config, { logger, metrics, upstream: upstreamUrl });
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
+  // The probes' own pool, with the traffic's TLS settings: clients holding every connection of the
+  // forwarder's pool (slow uploads, slow readers) must not make every replica unready at once.
+  const probeTransport = createUpstreamTransport(upstreamUrl, config.upstreamCa);
   // Each probe's verdict; a change is logged once (with the cause of a failure), not every probe.
   let reachable: boolean | undefined;
   let cause = 'unknown';
   const probe = async (atStart = false): Promise<boolean> => {
     const ok = await probeUpstream(upstreamUrl, READINESS_PROBE_TIMEOUT_MS, {
-      agent: shim.forwarder.agent,
+      agent: probeTransport.agent,
       onHeaders: (headers) => shim.serviceVersion.observe(headers[serviceVersionHeader]),
       onUnreachable: (why) => {
         cause = why;
@@ -169,6 +173,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     }
     shim.forwarder.agent.destroy();
+    probeTransport.agent.destroy();
     await demoBackend?.stop();
   };
 
@@ -233,6 +238,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       shim.forwarder.agent.destroy();
       admin.closeAllConnections();
       await new Promise<void>((resolve) => admin.close(() => resolve()));
+      probeTransport.agent.destroy();
       await demoBackend?.stop();
       logger.info({ signal: reason, drainMs: Date.now() - startedAt }, 'stopped');
     })();

@@ -36,14 +36,37 @@ export function createBufferBudget(limit: number): BufferBudget {
 }
 
 /**
+ * The share of a budget that request bodies held for a rewrite may fill together: three quarters. The
+ * last quarter is kept for the values that response patches hold, so that clients uploading slowly
+ * (or many at once) can make the shim refuse rewrites (503) but never take the patches out of the
+ * responses of other clients (`budget_exhausted`); patches may use the whole budget.
+ * @param budget The process-wide budget.
+ * @returns The ceiling, in bytes, for {@link Reservation}s of request bodies.
+ */
+export function requestBodyCeiling(budget: BufferBudget): number {
+  return Math.floor((budget.limit * 3) / 4);
+}
+
+/**
  * A reservation owned by one exchange: grows as bytes arrive and is released once, whatever the
- * exchange's fate (forwarded, rejected, aborted).
+ * exchange's fate (forwarded, rejected, aborted). It grows only while the budget's total use stays
+ * within its `ceiling` (the whole budget unless given; request bodies: {@link requestBodyCeiling}).
  */
 export class Reservation {
   private held = 0;
   private readonly budget: BufferBudget;
-  constructor(budget: BufferBudget) {
+  private readonly ceiling: number;
+  constructor(budget: BufferBudget, ceiling = budget.limit) {
     this.budget = budget;
+    this.ceiling = ceiling;
+  }
+
+  /**
+   * Whether `bytes` more would fit now (the budget's total use within the ceiling), reserving nothing.
+   * @param bytes Bytes the caller may need.
+   */
+  fits(bytes: number): boolean {
+    return this.budget.used + bytes <= this.ceiling;
   }
 
   /** Bytes held by this reservation. */
@@ -56,7 +79,7 @@ export class Reservation {
    * @returns false (and reserves nothing) when the budget has no room.
    */
   grow(bytes: number): boolean {
-    if (!this.budget.tryReserve(bytes)) return false;
+    if (!this.fits(bytes) || !this.budget.tryReserve(bytes)) return false;
     this.held += bytes;
     return true;
   }

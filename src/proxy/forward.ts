@@ -18,7 +18,7 @@ import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { pumpBody } from './body-pump.ts';
-import { Reservation } from './buffer-budget.ts';
+import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import { createPatchCodec, supportedCoding } from './content-coding.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
@@ -277,7 +277,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   /** Buffers and rewrites the request body (budgeted, timed), then forwards; rejects with its ShimError. */
   const rewriteThenDispatch = async (f: Forwarding, rewrites: ExchangeHooks[]): Promise<void> => {
     const { req, res, state } = f;
-    const held = new Reservation(budget);
+    const held = new Reservation(budget, requestBodyCeiling(budget));
     f.reservation = held;
     res.once('close', () => held.release());
     const controller = new AbortController();

@@ -26,9 +26,10 @@ export class ClientAbortedError extends Error {
 /** Options of {@link readBoundedBody} beyond the size limit. */
 export interface BodyReadOptions {
   /**
-   * The exchange's share of the process-wide budget: a declared `Content-Length` is reserved up front,
-   * a chunked body chunk by chunk as it arrives. Released here on failure; on success it stays held
-   * until the caller releases it (when the body has been forwarded or the exchange ends).
+   * The exchange's share of the process-wide budget, reserved as the body's bytes arrive (a declared
+   * `Content-Length` that does not fit the room left fails at once, reserving nothing). Released here
+   * on failure; on success it stays held until the caller releases it (when the body has been
+   * forwarded or the exchange ends).
    */
   readonly reservation?: Reservation;
   /** Aborted when the body must have arrived (`BODY_TIMEOUT_MS` from the request head) → 408. */
@@ -63,10 +64,11 @@ export function readBoundedBody(
   if (declared !== undefined && Number(declared) > limit) {
     return Promise.reject(tooLarge(limit));
   }
-  // A declared length is reserved whole and at once, so that a slow client cannot be admitted first
-  // and found too expensive later.
-  const upFront = declared !== undefined ? Number(declared) : 0;
-  if (reservation && upFront > 0 && !reservation.grow(upFront)) {
+  // A declared length that does not fit the room left is refused at once, before its client sends it;
+  // one that fits is reserved only as its bytes arrive. Reserved whole from the head, a declared
+  // length cost a client nothing to hold: 64 heads declaring 1 MiB and sending nothing held the whole
+  // budget until their BODY_TIMEOUT_MS (slowhttptest -B; test/security/slow-clients.test.ts).
+  if (reservation && declared !== undefined && !reservation.fits(Number(declared))) {
     return Promise.reject(overBudget());
   }
   if (signal?.aborted) {
@@ -77,7 +79,7 @@ export function readBoundedBody(
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let reserved = upFront;
+    let reserved = 0;
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);

@@ -206,6 +206,23 @@ describe('admin listener when the upstream is down', () => {
     }
   });
 
+  it('probes on a pool of its own: clients holding every connection of the traffic’s pool cannot make it unready', async () => {
+    const upstream = http.createServer((_req, res) => res.end('{}'));
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    const { port } = upstream.address() as AddressInfo;
+    const stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` }, {}, { probeAtStart: true });
+    try {
+      expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
+      const pool = stack.shim.forwarder.agent;
+      expect([...Object.values(pool.sockets), ...Object.values(pool.freeSockets)].flat()).toEqual([]);
+    } finally {
+      await stack.close();
+      upstream.closeAllConnections();
+      await new Promise((r) => upstream.close(r));
+    }
+  });
+
   it('logs a change of readiness once each way, with the cause of the failure', async () => {
     const upstream = http.createServer((_req, res) => res.end('{}'));
     upstream.listen(0, '127.0.0.1');

@@ -3,7 +3,7 @@
  * releases that never widen it.
  */
 import { describe, expect, it } from 'vitest';
-import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
+import { createBufferBudget, Reservation, requestBodyCeiling } from '../../../src/proxy/buffer-budget.ts';
 
 describe('createBufferBudget', () => {
   it('reserves up to the limit exactly, then refuses without reserving', () => {
@@ -55,5 +55,24 @@ describe('Reservation', () => {
     r.release();
     expect(budget.used).toBe(10);
     expect(r.bytes).toBe(0);
+  });
+
+  it('with a ceiling, grows only while the budget’s total use stays within it; others may go beyond', () => {
+    const budget = createBufferBudget(100);
+    const body = new Reservation(budget, requestBodyCeiling(budget));
+    expect(requestBodyCeiling(budget)).toBe(75);
+    expect(body.fits(75)).toBe(true);
+    expect(body.fits(76)).toBe(false);
+    expect(body.grow(70)).toBe(true);
+    expect(body.grow(10)).toBe(false); // 80 > 75
+    expect(budget.used).toBe(70);
+    // A patch's value (no ceiling) still has the last quarter.
+    const value = new Reservation(budget);
+    expect(value.grow(30)).toBe(true);
+    expect(budget.used).toBe(100);
+    // … and what the values hold counts against the bodies' ceiling too.
+    body.release();
+    expect(new Reservation(budget, 75).grow(50)).toBe(false); // 30 + 50 > 75
+    expect(new Reservation(budget, 75).grow(45)).toBe(true);
   });
 });

@@ -167,15 +167,30 @@ describe('readBoundedBody', () => {
 });
 
 describe('readBoundedBody with the buffer budget (MAX_BUFFERED_BYTES → 503)', () => {
-  it('reserves a declared Content-Length up front, before any byte is read', async () => {
+  it('reserves a declared Content-Length as its bytes arrive, nothing for the head alone (slowhttptest -B)', async () => {
     const budget = createBufferBudget(100);
     const reservation = new Reservation(budget);
     const req = manualRequest({ 'content-length': '60' });
     const reading = readBoundedBody(req, 1024, { reservation });
-    expect(budget.used).toBe(60);
-    req.end(Buffer.alloc(60));
+    expect(budget.used).toBe(0); // a head that declares 60 bytes and sends none holds nothing
+    req.write(Buffer.alloc(20));
+    await new Promise((r) => setImmediate(r));
+    expect(budget.used).toBe(20);
+    req.end(Buffer.alloc(40));
     await reading;
     expect(reservation.bytes).toBe(60); // held until the caller forwards it
+  });
+
+  it('refuses the rest of a declared body once the budget has no room left for it, releasing all', async () => {
+    const budget = createBufferBudget(100);
+    const req = manualRequest({ 'content-length': '60' });
+    const reading = readBoundedBody(req, 1024, { reservation: new Reservation(budget) });
+    budget.tryReserve(50); // another exchange took room after this one was admitted
+    req.write(Buffer.alloc(30));
+    req.write(Buffer.alloc(30));
+    const err = await rejection(reading);
+    expect((err as ShimError).reason).toBe('buffer_budget');
+    expect(budget.used).toBe(50);
   });
 
   it('refuses a declared length the budget cannot hold, reserving nothing', async () => {
