@@ -28,6 +28,24 @@ async function startAdmin(stack: Stack, draining: () => boolean): Promise<{ serv
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
+/**
+ * A shim (probed at start) in front of a plain upstream that answers `{}` to everything; `close` stops
+ * both, whether or not the upstream still listens.
+ */
+async function stackOnHealthyUpstream() {
+  const upstream = http.createServer((_req, res) => res.end('{}'));
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const { port } = upstream.address() as AddressInfo;
+  const stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` }, {}, { probeAtStart: true });
+  const close = async () => {
+    await stack.close();
+    upstream.closeAllConnections();
+    await new Promise((r) => upstream.close(r));
+  };
+  return { upstream, port, stack, close };
+}
+
 async function requestCount(stack: Stack): Promise<number> {
   const json = await stack.metrics.requests.get();
   return json.values.reduce((sum, v) => sum + v.value, 0);
@@ -207,28 +225,18 @@ describe('admin listener when the upstream is down', () => {
   });
 
   it('probes on a pool of its own: clients holding every connection of the traffic’s pool cannot make it unready', async () => {
-    const upstream = http.createServer((_req, res) => res.end('{}'));
-    upstream.listen(0, '127.0.0.1');
-    await once(upstream, 'listening');
-    const { port } = upstream.address() as AddressInfo;
-    const stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` }, {}, { probeAtStart: true });
+    const { stack, close } = await stackOnHealthyUpstream();
     try {
       expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
       const pool = stack.shim.forwarder.agent;
       expect([...Object.values(pool.sockets), ...Object.values(pool.freeSockets)].flat()).toEqual([]);
     } finally {
-      await stack.close();
-      upstream.closeAllConnections();
-      await new Promise((r) => upstream.close(r));
+      await close();
     }
   });
 
   it('logs a change of readiness once each way, with the cause of the failure', async () => {
-    const upstream = http.createServer((_req, res) => res.end('{}'));
-    upstream.listen(0, '127.0.0.1');
-    await once(upstream, 'listening');
-    const { port } = upstream.address() as AddressInfo;
-    const stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` }, {}, { probeAtStart: true });
+    const { upstream, port, stack, close } = await stackOnHealthyUpstream();
     const readiness = () => stack.logs().filter((l) => /^upstream (not )?reachable/.test(String(l.msg)));
     try {
       expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
@@ -248,9 +256,7 @@ describe('admin listener when the upstream is down', () => {
       expect((await fetch(`${stack.adminUrl}/readyz`)).status).toBe(200);
       expect(readiness().map((l) => l.msg)).toEqual(['upstream not reachable', 'upstream reachable again']);
     } finally {
-      await stack.close();
-      upstream.closeAllConnections();
-      await new Promise((r) => upstream.close(r));
+      await close();
     }
   });
 });
