@@ -34,6 +34,8 @@ export interface UpstreamTransport {
  * `agentKeepAliveTimeoutBuffer`), and a hint of 1 s or less keeps no connection. Without this timeout
  * Node's agent ignores the hint and keeps a connection until the upstream closes it, and a request sent
  * on it in that moment fails: replayed when idempotent, a 502 for a POST (docs/reliability.md fix 37).
+ * Idle connections only: Node's agent would also give it to a socket while it connects, so every
+ * upstream request sets its own `timeout` (upstream-attempt.ts, `UPSTREAM_TIMEOUT_MS`; fix 44).
  */
 export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 

@@ -119,6 +119,10 @@ export function createUpstreamAttempt(
         path,
         headers,
         setHost: false,
+        // The socket's timeout while it connects (Node's agent gives a new connection the request's
+        // `timeout`, else its own): without it, the pool's idle timeout (UPSTREAM_IDLE_TIMEOUT_MS, 4 s)
+        // cut a connection still being established with a 504, whatever UPSTREAM_TIMEOUT_MS said.
+        timeout: upstreamTimeoutMs,
       });
       current = upstreamReq;
       state.upstreamStartedAt = performance.now();
