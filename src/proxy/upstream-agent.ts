@@ -100,6 +100,32 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
   return socket;
 }
 
+/**
+ * Takes a request that waits for a pooled connection out of the pool's queue (`Agent.requests`): Node
+ * keeps a destroyed request there until a connection frees, and only then reports its error, so a
+ * request the shim gave up on (its timeout, upstream-attempt.ts) held its exchange (request, response,
+ * state: about 10 KiB) for as long as slow clients held the pool. Requests time out in the order they
+ * were queued, so it is usually the first one. Nothing happens to a request that has a socket or is
+ * being given one; the request so taken out emits neither `error` nor `close` afterwards.
+ * @param agent The upstream pool.
+ * @param req A request of that pool, destroyed or about to be.
+ * @returns Whether it was queued (and is no longer).
+ */
+export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): boolean {
+  // Typed `IncomingMessage[]` by @types/node; Node queues the `ClientRequest`s.
+  const queues = agent.requests as unknown as Record<string, http.ClientRequest[] | undefined>;
+  for (const name in queues) {
+    const queue = queues[name];
+    const index = queue?.indexOf(req) ?? -1;
+    if (queue === undefined || index < 0) continue;
+    queue.splice(index, 1);
+    // As Node's agent does once a queue is empty.
+    if (queue.length === 0) delete queues[name];
+    return true;
+  }
+  return false;
+}
+
 /** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */
 export class SharedReadBufferAgent extends http.Agent {
   override createConnection(options: http.ClientRequestArgs): Duplex {
