@@ -34,6 +34,8 @@ export interface UpstreamTransport {
  * `agentKeepAliveTimeoutBuffer`), and a hint of 1 s or less keeps no connection. Without this timeout
  * Node's agent ignores the hint and keeps a connection until the upstream closes it, and a request sent
  * on it in that moment fails: replayed when idempotent, a 502 for a POST (docs/reliability.md fix 37).
+ * Idle connections only: Node's agent would also give it to a socket while it connects, so every
+ * upstream request sets its own `timeout` (upstream-attempt.ts, `UPSTREAM_TIMEOUT_MS`; fix 44).
  */
 export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 
@@ -96,6 +98,32 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
   };
   const socket = create({ ...(options as object), onread });
   return socket;
+}
+
+/**
+ * Takes a request that waits for a pooled connection out of the pool's queue (`Agent.requests`): Node
+ * keeps a destroyed request there until a connection frees, and only then reports its error, so a
+ * request the shim gave up on (its timeout, upstream-attempt.ts) held its exchange (request, response,
+ * state: about 10 KiB) for as long as slow clients held the pool. Requests time out in the order they
+ * were queued, so it is usually the first one. Nothing happens to a request that has a socket or is
+ * being given one; the request so taken out emits neither `error` nor `close` afterwards.
+ * @param agent The upstream pool.
+ * @param req A request of that pool, destroyed or about to be.
+ * @returns Whether it was queued (and is no longer).
+ */
+export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): boolean {
+  // Typed `IncomingMessage[]` by @types/node; Node queues the `ClientRequest`s.
+  const queues = agent.requests as unknown as Record<string, http.ClientRequest[] | undefined>;
+  for (const name in queues) {
+    const queue = queues[name];
+    const index = queue?.indexOf(req) ?? -1;
+    if (queue === undefined || index < 0) continue;
+    queue.splice(index, 1);
+    // As Node's agent does once a queue is empty.
+    if (queue.length === 0) delete queues[name];
+    return true;
+  }
+  return false;
 }
 
 /** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */

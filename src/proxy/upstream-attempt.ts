@@ -13,7 +13,7 @@ import type { Reservation } from './buffer-budget.ts';
 import type { ExchangeState } from './exchange.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
-import type { UpstreamTransport } from './upstream-agent.ts';
+import { dropQueuedRequest, type UpstreamTransport } from './upstream-agent.ts';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
@@ -119,6 +119,10 @@ export function createUpstreamAttempt(
         path,
         headers,
         setHost: false,
+        // The socket's timeout while it connects (Node's agent gives a new connection the request's
+        // `timeout`, else its own): without it, the pool's idle timeout (UPSTREAM_IDLE_TIMEOUT_MS, 4 s)
+        // cut a connection still being established with a 504, whatever UPSTREAM_TIMEOUT_MS said.
+        timeout: upstreamTimeoutMs,
       });
       current = upstreamReq;
       state.upstreamStartedAt = performance.now();
@@ -128,8 +132,12 @@ export function createUpstreamAttempt(
         const err = upstreamError('upstream timed out', SHIM_TIMEOUT_CODE);
         upstreamReq.destroy(err);
         // Still waiting for a pooled connection: Node reports a destroyed request's error only once
-        // the pool hands it a socket, which may be never while slow clients hold them all.
-        if (upstreamReq.socket === null) fail(err);
+        // the pool hands it a socket, which may be never while slow clients hold them all; and it
+        // keeps the request queued until then (upstream-agent.ts dropQueuedRequest).
+        if (upstreamReq.socket === null) {
+          dropQueuedRequest(agent, upstreamReq);
+          fail(err);
+        }
       };
       // Idle socket in any phase (upload, waiting, download) …
       upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
