@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
+import { requestBodyShare } from './proxy/buffer-budget.ts';
 import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 
@@ -415,7 +416,7 @@ export const CORE_VARIABLES = {
     schema: parsers.byteSize('64mb'),
     default: '64mb',
     meaning:
-      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
+      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
   },
   BODY_TIMEOUT_MS: {
     schema: parsers.ms(30_000),
@@ -606,6 +607,17 @@ export function loadConfig(
   }
   if (e.PORT !== undefined && e.PORT === e.ADMIN_PORT && e.PORT !== 0) {
     problems.push('ADMIN_PORT: must differ from PORT (the admin listener is never the front door)');
+  }
+  // A body to rewrite is held at most twice (as sent and decoded) within the bodies' share of the
+  // budget: below that, the largest bodies would get 503 even on an idle shim.
+  if (
+    e.MAX_BUFFERED_BYTES !== undefined &&
+    e.MAX_REWRITE_BODY !== undefined &&
+    requestBodyShare(e.MAX_BUFFERED_BYTES) < 2 * e.MAX_REWRITE_BODY
+  ) {
+    problems.push(
+      `MAX_BUFFERED_BYTES: must be at least 8/3 × MAX_REWRITE_BODY (${Math.ceil((8 * e.MAX_REWRITE_BODY) / 3)} bytes): request bodies may hold three quarters of it, and the largest body to rewrite is held as sent and decoded`,
+    );
   }
   const pluginSettings: Record<string, unknown> = {};
   for (const plugin of plugins) {

@@ -44,7 +44,17 @@ export function createBufferBudget(limit: number): BufferBudget {
  * @returns The ceiling, in bytes, for {@link Reservation}s of request bodies.
  */
 export function requestBodyCeiling(budget: BufferBudget): number {
-  return Math.floor((budget.limit * 3) / 4);
+  return requestBodyShare(budget.limit);
+}
+
+/**
+ * Three quarters of a budget's limit ({@link requestBodyCeiling}), for the configuration's check that
+ * the largest body to rewrite fits (`src/config.ts`).
+ * @param limit `MAX_BUFFERED_BYTES`, in bytes.
+ * @returns The bytes request bodies may hold together.
+ */
+export function requestBodyShare(limit: number): number {
+  return Math.floor((limit * 3) / 4);
 }
 
 /**
