@@ -2,9 +2,9 @@
  * The composition root: hygiene → gates → plugins (the alias layer, one line) → proxy.
  * The only module that knows which plugins exist.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, RequestListener } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { aliasPlugin } from './aliases/index.ts';
 import type { Config, PluginDefinition } from './config.ts';
@@ -57,8 +57,8 @@ export interface ShimDependencies {
 
 /** The assembled front door. */
 export interface Shim {
-  /** The request handler for the front-door server. */
-  readonly app: Express;
+  /** The request handler for the front-door server: the Express app (see {@link createApp}). */
+  readonly app: RequestListener;
   /** The upstream connection pool (closed on shutdown). */
   readonly forwarder: Forwarder;
   /** The service version, configured or learned from the upstream. */
@@ -157,12 +157,37 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   app.use(admit);
   app.use(forwarder.handler);
   app.use(onError);
+  // Express's router runs no layer at all for a request target it reads no path from (`parseurl`
+  // gives none for `http://`, `https://`, `http:`, which Node's parser accepts, e.g. `GET http://`
+  // sent HTTP/0.9-style): it handed the request to its final handler, whose HTML 404 ("Cannot GET
+  // null") went out without the hygiene gate's 400, the shim's JSON error shape, its headers, log
+  // line or metrics. The shim's layers run for such a request in the same order instead; the hygiene
+  // gate refuses it (origin-form only).
+  const handle: RequestListener = (incoming, response) => {
+    const req = incoming as express.Request;
+    const res = response as express.Response;
+    const fail = (e: unknown) => {
+      try {
+        onError(e, req, res, () => {});
+      } catch {
+        res.destroy();
+      }
+    };
+    app(req, res, (err?: unknown) => {
+      if (err) return fail(err);
+      try {
+        admit(req, res, (e?: unknown) => (e === undefined ? forwarder.handler(req, res, fail) : fail(e)));
+      } catch (e) {
+        fail(e);
+      }
+    });
+  };
   const onServerRejection = (reason: ServerRejection, status: number) => {
     metrics.rejections.inc({ reason });
     logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
   };
   const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
-  return { app, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
+  return { app: handle, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };
 }
 
 /** What {@link createAdmission} needs from the composition root. */

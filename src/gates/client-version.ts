@@ -4,6 +4,7 @@
 import { lt, parse, type SemVer } from 'semver';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
+import { forwardedValue } from '../proxy/hop-by-hop.ts';
 
 /** Python's PEP 440 dev release form `X.Y.Z.devN`, read as SemVer `X.Y.Z-dev.N`. */
 const PYTHON_DEV = /^(\d+\.\d+\.\d+)\.dev(\d+)$/;
@@ -79,7 +80,8 @@ export function clientVersionGate(rules: ClientVersionRules): Gate {
   };
   return (req, state) => {
     if (state.unchecked) return;
-    const version = parseKnown(req.headers[rules.header]);
+    // Named by `Connection`, the header would not reach the upstream: as if it were not sent.
+    const version = parseKnown(forwardedValue(req.headers, rules.header));
     if (!version) {
       throw new ShimError(
         'version',

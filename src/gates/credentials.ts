@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { parse as parseCookie } from 'cookie';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
+import { forwardedValue } from '../proxy/hop-by-hop.ts';
 import { headerCount } from '../proxy/raw-headers.ts';
 
 /** Where credentials may come from. */
@@ -35,6 +36,12 @@ export function parseCookies(header: string | undefined): Readonly<Record<string
   return header === undefined ? jar : Object.assign(jar, parseCookie(header));
 }
 
+/** The `Cookie` header as the upstream will get it (absent when `Connection` names it: {@link forwardedValue}). */
+export function forwardedCookie(headers: IncomingHttpHeaders): string | undefined {
+  const cookie = forwardedValue(headers, 'cookie');
+  return typeof cookie === 'string' ? cookie : undefined;
+}
+
 /**
  * The API key a request carries, by the one rule that admits it (SPEC §3 step 5: `API_KEY_HEADER`
  * non-empty; service document part 5): the header's value with surrounding whitespace removed
@@ -43,13 +50,14 @@ export function parseCookies(header: string | undefined): Readonly<Record<string
  * key, so that they never disagree on whether a key was sent.
  * @param headers Request headers (lower-cased names, as Node parses them).
  * @param apiKeyHeader Lower-cased header name (`API_KEY_HEADER`).
- * @returns The trimmed key, or `undefined` when the header is absent, not one string, or only whitespace.
+ * @returns The trimmed key, or `undefined` when the header is absent, not one string, only whitespace,
+ *   or named by `Connection` (the forwarder drops it: {@link forwardedValue}).
  * @example
  * apiKeyOf({ 'x-api-key': ' k ' }, 'x-api-key'); // 'k'
  * apiKeyOf({ 'x-api-key': '\u00a0' }, 'x-api-key'); // undefined
  */
 export function apiKeyOf(headers: IncomingHttpHeaders, apiKeyHeader: string): string | undefined {
-  const key = headers[apiKeyHeader];
+  const key = forwardedValue(headers, apiKeyHeader);
   if (typeof key !== 'string') return undefined;
   const trimmed = key.trim();
   return trimmed === '' ? undefined : trimmed;
@@ -102,7 +110,7 @@ export function credentialIdentity(
 ): string | undefined {
   const key = apiKeyOf(req.headers, rules.apiKeyHeader);
   if (key !== undefined) return `key:${key}`;
-  const jar = parseCookies(req.headers.cookie);
+  const jar = parseCookies(forwardedCookie(req.headers));
   const values = rules.cookies.map((name) => jar[name] ?? '');
   return values.every((v) => v.trim() === '') ? undefined : `cookies:${values.join(';')}`;
 }
@@ -123,7 +131,7 @@ export function credentialIdentity(
 export function credentialGate(rules: CredentialRules): Gate {
   return (req, state) => {
     if (state.unchecked) return;
-    const cookies = () => parseCookies(req.headers.cookie);
+    const cookies = () => parseCookies(forwardedCookie(req.headers));
     const verdict = checkCredentials(req, cookies, rules);
     if (typeof verdict === 'object') throw new ShimError('credentials', verdict.problem);
     state.exchange.logFields.credential = verdict;

@@ -4,6 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Gate } from '../proxy/exchange.ts';
+import { forwardedValue } from '../proxy/hop-by-hop.ts';
 import { hasRequestBody } from '../proxy/outgoing-request.ts';
 
 /** Public path rules as read from `PUBLIC_PATHS`. */
@@ -47,8 +48,9 @@ export function publicPathMatcher(rules: PublicPaths): (path: string) => boolean
 export function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
   return (
     method === 'OPTIONS' &&
-    headers.origin !== undefined &&
-    headers['access-control-request-method'] !== undefined &&
+    // Both as the upstream will get them: a `Connection` naming one drops it (forwardedValue).
+    forwardedValue(headers, 'origin') !== undefined &&
+    forwardedValue(headers, 'access-control-request-method') !== undefined &&
     // A preflight never has a body (Fetch standard); one that does is not a browser's and is checked.
     // The forwarder's own rule, so that the two never disagree (`Content-Length: 00` is no body).
     !hasRequestBody(headers)

@@ -2,6 +2,7 @@
  * Hop-by-hop header handling (RFC 9110 §7.6.1): these describe one connection and are never
  * forwarded; neither is any header named in `Connection`.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { isHeaderName } from './raw-headers.ts';
 
 /** Hop-by-hop header names (lower case), RFC 9110 §7.6.1 plus the de-facto `keep-alive` and `proxy-connection`. */
@@ -50,6 +51,24 @@ export function connectionTokens(connection: string | string[] | undefined): rea
   // The common values name nothing (an upstream sends `keep-alive` on every response).
   if (connection === undefined || connection === 'keep-alive' || connection === 'close') return NO_OPTIONS;
   return connectionOptions(connection).filter((o) => o !== 'close' && o !== 'keep-alive');
+}
+
+/**
+ * A request header's value as the upstream will get it: `undefined` when the client's `Connection`
+ * names it, since the forwarder drops every header `Connection` names (RFC 9110 §7.6.1;
+ * `buildUpstreamHeaders`). The gates read what they admit a request on (the client version, the
+ * credentials, a preflight's `Origin` and `Access-Control-Request-Method`) through it, so that what
+ * they checked is what goes upstream: `Connection: Service-Client-Version, x-api-key` made the gates
+ * admit a request that reached the upstream with neither.
+ * @param headers Request headers (lower-cased names, as Node parses them).
+ * @param name Lower-cased header name.
+ * @example
+ * forwardedValue({ 'x-api-key': 'k', connection: 'x-api-key' }, 'x-api-key'); // undefined
+ */
+export function forwardedValue(headers: IncomingHttpHeaders, name: string): string | string[] | undefined {
+  const value = headers[name];
+  if (value === undefined || headers.connection === undefined) return value;
+  return connectionTokens(headers.connection).includes(name) ? undefined : value;
 }
 
 /**
