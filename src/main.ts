@@ -9,7 +9,8 @@
  * `--demo`: when `UPSTREAM_URL` is unset, start the reference backend as a child process and forward
  * to it (docs/operations.md "Demo mode"). Without `--demo`, an unset `UPSTREAM_URL` is a configuration
  * error: the shim fails closed. Configuration errors print one `config error: …` line each and exit 1;
- * a port in use or a demo backend that cannot start prints one line and exits 1. A second signal
+ * a port in use or a demo backend that cannot start prints one line and exits 1. Once it runs, Node's
+ * process warnings are log lines too. A second signal
  * during the drain exits at once with code 1; a drain that hangs past `SHUTDOWN_TIMEOUT_MS` + 5 s exits 1.
  */
 // First: a Node older than 24 stops here with one line (node-version.ts).
@@ -53,6 +54,14 @@ try {
   }
   process.exit(1);
 }
+
+// Node's process warnings (a dependency's deprecation such as Express's `url.parse()`, DEP0169; a
+// listener leak) go to the log as JSON lines at warn, not as plain text on stderr among them: Node's own
+// printer is a 'warning' listener, replaced here. Node still emits each deprecation code once.
+process.removeAllListeners('warning');
+process.on('warning', (warning: Error & { code?: string }) => {
+  runtime.logger.warn({ warning: { name: warning.name, code: warning.code } }, warning.message);
+});
 
 process.on('SIGTERM', () => shutdown('SIGTERM'));
 process.on('SIGINT', () => shutdown('SIGINT'));

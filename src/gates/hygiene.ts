@@ -66,12 +66,19 @@ export function checkRequestTarget(target: string): string | undefined {
  * `Transfer-Encoding`, or a `Transfer-Encoding` other than exactly `chunked`, is ambiguous between
  * parsers (request smuggling) and is rejected; so is any `Transfer-Encoding` in an HTTP/1.0 request,
  * whose framing RFC 9112 §6.1 says to treat as faulty (HTTP/1.0 has no chunked coding: a server in
- * front may have read the body up to the close instead).
+ * front may have read the body up to the close instead). A `Content-Length` above 2^53 − 1 is
+ * refused too: the shim frames the upstream request from the number it reads, and a larger one would
+ * reach the upstream rounded, a body length the two would disagree on.
  * @param headers The parsed request headers.
  * @param httpVersion The request's version, e.g. `1.1` (Node's `req.httpVersion`).
  * @returns `undefined` when the framing is unambiguous, else the message for a 400.
  */
 export function checkFraming(headers: IncomingHttpHeaders, httpVersion = '1.1'): string | undefined {
+  const length = headers['content-length'];
+  // Node's parser has already refused a length that is not digits or over 2^64 − 1.
+  if (length !== undefined && length.length > 15 && !Number.isSafeInteger(Number(length))) {
+    return 'Content-Length is larger than this proxy can forward exactly (2^53 − 1 bytes).';
+  }
   const te = headers['transfer-encoding'];
   if (te === undefined) return undefined;
   if (isHttp10OrOlder(httpVersion)) {

@@ -24,7 +24,8 @@ import { loggerForLine } from './logger.ts';
  *
  * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), clientVersion, route,
  * rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
- * 5xx status). `aborted: true` marks a connection that closed before its response ended.
+ * 5xx status, but for the shim's 501 to a protocol upgrade: the client's doing, which any client can
+ * repeat, so it must not fill the error log). `aborted: true` marks a connection that closed before its response ended.
  * @param logger The process logger.
  * @returns `(req, res, arrived, onFinish?)`: `arrived` is `performance.now()` at arrival, in ms;
  *   `onFinish` runs when the response finished, just before its line is written (not for an abort).
@@ -73,7 +74,7 @@ function writeLine(
   }
   if (!res.writableFinished) line.aborted = true;
   const logger = pick(line);
-  if (status >= 500) logger.error(line, 'request completed');
+  if (status >= 500 && state?.rejection !== 'upgrade') logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
 }
 

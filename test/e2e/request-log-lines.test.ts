@@ -41,6 +41,10 @@ async function start() {
   app.get('/fail', (_req, res) => {
     res.status(502).end();
   });
+  app.get('/upgrade', (_req, res) => {
+    stateOf(res)!.rejection = 'upgrade';
+    res.status(501).end();
+  });
   app.get('/ok', (_req, res) => {
     res.status(200).end('ok');
   });
@@ -75,6 +79,13 @@ describe('request log lines', () => {
     expect(lines().map((l) => (l.req as { path: string }).path)).toEqual(['/fail', '/ok']);
     expect(lines()[0]).toMatchObject({ level: 50, msg: 'request completed', res: { statusCode: 502 } });
     expect(lines()[0]).not.toHaveProperty('aborted');
+  });
+
+  it('logs the shim’s 501 to a protocol upgrade at level info: any client can repeat it', async () => {
+    const { url, lines } = await start();
+    await fetch(`${url}/upgrade`);
+    await until(() => lines().length === 1, 'the /upgrade line');
+    expect(lines()[0]).toMatchObject({ level: 30, rejection: 'upgrade', res: { statusCode: 501 } });
   });
 
   it('numbers requests per process and logs success at level info', async () => {

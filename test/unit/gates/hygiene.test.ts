@@ -216,6 +216,8 @@ describe('checkFraming', () => {
     ['chunked with trailing OWS', { 'transfer-encoding': 'chunked ' }],
     ['chunked with leading OWS', { 'transfer-encoding': ' chunked' }],
     ['chunked with HTAB', { 'transfer-encoding': '\tchunked' }],
+    ['Content-Length 2^53 − 1', { 'content-length': '9007199254740991' }],
+    ['Content-Length with 20 leading zeros', { 'content-length': '000000000000000000003' }],
   ])('accepts %s', (_name, headers) => {
     expect(checkFraming(headers)).toBeUndefined();
   });
@@ -227,6 +229,15 @@ describe('checkFraming', () => {
   ])('rejects %s', (_name, headers) => {
     expect(checkFraming(headers)).toMatch(/both Content-Length and Transfer-Encoding/);
   });
+
+  it.each(['9007199254740992', '9007199254740993', '18446744073709551615'])(
+    'rejects Content-Length %s: above 2^53 − 1 it would reach the upstream rounded',
+    (length) => {
+      expect(checkFraming({ 'content-length': length })).toMatch(
+        /larger than this proxy can forward exactly/,
+      );
+    },
+  );
 
   it.each(['1.0', '0.9'])(
     'rejects any Transfer-Encoding in an HTTP/%s request (RFC 9112 §6.1)',
