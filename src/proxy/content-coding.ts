@@ -246,6 +246,20 @@ export function looksLikeZlib(cmf: number, flg: number): boolean {
 }
 
 /**
+ * Bytes after the end of the compressed data: the inner decoder (zlib, brotli, zstd) ended on its own
+ * and consumed less than it was given. Node's inflate, brotli and zstd streams then drop the rest in
+ * silence (gunzip decodes further members, or fails), and Node's zstd stream ends after the first
+ * frame of several (RFC 8878 §3 allows more): passed on, the client got a response that looked whole
+ * with part of the body missing. Refused as a body that does not decode instead (`Z_DATA_ERROR`).
+ * @returns The error for the decoder, or `undefined` while nothing was left over.
+ */
+function trailingBytes(inner: Transform, written: number): Error | undefined {
+  const consumed = (inner as Transform & { bytesWritten?: number }).bytesWritten;
+  if (!inner.readableEnded || consumed === undefined || consumed >= written) return undefined;
+  return Object.assign(new Error('bytes after the end of the compressed data'), { code: 'Z_DATA_ERROR' });
+}
+
+/**
  * A zlib decoder created from the body's first two bytes (or never, for an empty body); keeps the
  * consumer's backpressure (the inner stream pauses while this one's buffer is full).
  */
@@ -253,6 +267,8 @@ class LazyDecoder extends Transform {
   private inner: Transform | undefined;
   private first: Buffer | undefined;
   private readonly create: (b0: number, b1: number) => Transform;
+  /** Bytes written to the inner decoder so far (compared with what it consumed, `bytesWritten`). */
+  private written = 0;
 
   constructor(create: (b0: number, b1: number) => Transform) {
     super();
@@ -275,7 +291,9 @@ class LazyDecoder extends Transform {
       this.inner.on('error', (err) => this.destroy(err));
       chunk = head;
     }
-    this.inner.write(chunk, () => callback());
+    const inner = this.inner;
+    this.written += chunk.length;
+    inner.write(chunk, () => callback(trailingBytes(inner, this.written)));
   }
 
   override _read(size: number): void {
@@ -291,6 +309,12 @@ class LazyDecoder extends Transform {
           ? null
           : Object.assign(new Error('truncated compressed data'), { code: 'Z_DATA_ERROR' }),
       );
+      return;
+    }
+    // Ended on its own at the end of the compressed data (checked for bytes after it as they came):
+    // its 'end' has passed, and waiting for another left the response hanging.
+    if (inner.readableEnded) {
+      callback();
       return;
     }
     inner.once('end', () => callback());

@@ -79,6 +79,9 @@ export interface Forwarder {
   readonly agent: Agent;
 }
 
+/** A reason phrase Node's `writeHead` accepts (RFC 9112 §4 `reason-phrase`, or empty). */
+const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 /** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);
 
@@ -203,7 +206,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       etag: patches === undefined ? undefined : (headerValue(upstreamRes, 'etag') as string | undefined),
       vary: varyHeader === undefined ? undefined : (headerValue(upstreamRes, 'vary') as string | undefined),
     };
-    const message = upstreamRes.statusMessage;
+    // The reason phrase is the upstream's when Node can write it (RFC 9112 §4: HTAB, SP, VCHAR,
+    // obs-text); Node's parser also takes a NUL or other controls there, on which writeHead throws:
+    // such a phrase is dropped (a client ignores it anyway) and Node's own for the status goes instead.
+    const message = REASON_PHRASE.test(upstreamRes.statusMessage ?? '')
+      ? upstreamRes.statusMessage
+      : undefined;
 
     const streamed = state.rangesRefused ? streamedHeadNoRanges : streamedHead;
     if (patches === undefined) {
@@ -221,7 +229,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       return;
     }
     const coding = supportedCoding(upstreamRes.headers['content-encoding']);
-    const writeHead = () => res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
+    // Called from the pump's listeners, outside the try of upstream-attempt.ts: a throw there ended the
+    // process. Whatever writeHead refuses fails this exchange alone (as the synchronous paths do).
+    const writeHead = () => {
+      try {
+        res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
+      } catch (err) {
+        logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
+        upstreamRes.destroy();
+        res.destroy();
+      }
+    };
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();

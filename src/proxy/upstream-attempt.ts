@@ -17,6 +17,7 @@ import { dropQueuedRequest, type UpstreamTransport } from './upstream-agent.ts';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
+  INVALID_STATUS_CODE,
   NO_RESPONSE_CODE,
   SHIM_TIMEOUT_CODE,
   SWITCHED_PROTOCOLS_CODE,
@@ -227,6 +228,12 @@ export function createUpstreamAttempt(
           // A 101 without `Connection: upgrade` comes as a response: invalid (upstream-error.ts); `fail`
           // destroys its connection, never pooled (the upstream may speak another protocol on it).
           fail(upstreamError('upstream switched protocols (101)', SWITCHED_PROTOCOLS_CODE));
+          return;
+        }
+        if ((upstreamRes.statusCode ?? 0) < 100) {
+          // `HTTP/1.1 099 X`: no status (RFC 9110 §15), and Node's writeHead throws on it — for a patched
+          // response inside the pump's 'data' listener, where nothing caught it and the process ended.
+          fail(upstreamError(`upstream sent status ${upstreamRes.statusCode}`, INVALID_STATUS_CODE));
           return;
         }
         headReceived = true;

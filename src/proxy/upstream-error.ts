@@ -54,6 +54,13 @@ export const NO_RESPONSE_CODE = 'ESHIMNORESPONSE';
 export const SWITCHED_PROTOCOLS_CODE = 'ESHIMSWITCHED';
 
 /**
+ * Error code the shim gives a final response whose status is below 100 (`HTTP/1.1 099 X`: Node's
+ * parser takes any three digits). RFC 9110 §15 has none, and Node's `writeHead` throws on one: relayed,
+ * it ended the process. Classified `invalid`.
+ */
+export const INVALID_STATUS_CODE = 'ESHIMSTATUS';
+
+/**
  * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE} and {@link SWITCHED_PROTOCOLS_CODE} for invalid responses, {@link SHIM_TIMEOUT_CODE} for its timeout; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
@@ -69,7 +76,8 @@ export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind
     code.startsWith('ZSTD_error_') ||
     code === 'ERR_INVALID_HTTP_RESPONSE' ||
     code === NO_RESPONSE_CODE ||
-    code === SWITCHED_PROTOCOLS_CODE
+    code === SWITCHED_PROTOCOLS_CODE ||
+    code === INVALID_STATUS_CODE
   ) {
     return 'invalid';
   }

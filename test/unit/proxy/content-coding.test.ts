@@ -334,3 +334,48 @@ describe('streaming decoders on an empty body', () => {
     expect(err.code).toBe('Z_DATA_ERROR');
   });
 });
+
+describe('streaming decoders and bytes after the end of the compressed data (reliability.md fix 52)', () => {
+  /** How a decoder ends when `body` is written to it in pieces of `split` bytes: its output or its error code. */
+  const decodeIn = (coding: SupportedCoding, body: Buffer, split: number) =>
+    new Promise<string>((resolve) => {
+      const decoder = createDecoder(coding)!;
+      const parts: Buffer[] = [];
+      decoder.on('data', (d: Buffer) => parts.push(d));
+      decoder.on('end', () => resolve(Buffer.concat(parts).toString()));
+      decoder.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code}`));
+      for (let i = 0; i < body.length; i += split) decoder.write(body.subarray(i, i + split));
+      decoder.end();
+    });
+  const json = Buffer.from('{"metadata":[1]}');
+  const encoded: Record<'deflate' | 'br' | 'zstd', Buffer> = {
+    deflate: zlib.deflateSync(json),
+    br: zlib.brotliCompressSync(json),
+    zstd: zlib.zstdCompressSync(json),
+  };
+
+  it.each(['deflate', 'br', 'zstd'] as const)(
+    '%s: a body that ends exactly decodes, in any pieces',
+    async (coding) => {
+      for (const split of [1, 3, 1000])
+        expect(await decodeIn(coding, encoded[coding], split)).toBe(json.toString());
+    },
+  );
+
+  it.each(['deflate', 'br', 'zstd'] as const)(
+    '%s: a byte after the end fails (it never ended before), in one write or in pieces',
+    async (coding) => {
+      const body = Buffer.concat([encoded[coding], Buffer.from('x')]);
+      for (const split of [1000, 3, 1]) expect(await decodeIn(coding, body, split)).toMatch(/^error /);
+    },
+  );
+
+  it('zstd of two frames ends whole or fails, never with the second frame dropped', async () => {
+    const body = Buffer.concat([
+      zlib.zstdCompressSync(json.subarray(0, 5)),
+      zlib.zstdCompressSync(json.subarray(5)),
+    ]);
+    for (const split of [1000, 7, 1])
+      expect(['{"metadata":[1]}', 'error Z_DATA_ERROR']).toContain(await decodeIn('zstd', body, split));
+  });
+});

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
+  INVALID_STATUS_CODE,
   NO_RESPONSE_CODE,
   SWITCHED_PROTOCOLS_CODE,
   type UpstreamFailure,
@@ -39,6 +40,7 @@ describe('upstreamErrorKind', () => {
     ['ZSTD_error_frameParameter_windowTooLarge', 'invalid'],
     [NO_RESPONSE_CODE, 'invalid'],
     [SWITCHED_PROTOCOLS_CODE, 'invalid'],
+    [INVALID_STATUS_CODE, 'invalid'],
     ['ESHIMTIMEDOUT', 'timeout'],
     ['ECONNRESET', 'reset'],
     [undefined, 'reset'],

@@ -1,0 +1,154 @@
+/**
+ * Upstream faults found by mutation fuzzing of upstream responses (docs/reliability.md, fixes 50–52),
+ * for a legacy client, whose response is patched: its head is written with the first patched byte,
+ * from the pump's listeners, and its body goes through a decoder of the response's content coding.
+ * Raw TCP upstreams send what no HTTP library would; real sockets.
+ *
+ * - A final status below 100 (`HTTP/1.1 099 X`; Node's parser takes any three digits) and a reason
+ *   phrase with a NUL (Node's parser takes it, Node's `writeHead` throws on it) ended the process:
+ *   `writeHead` threw inside the pump's `data` listener.
+ * - A deflate, br or zstd body with bytes after the end of its compressed data (or a zstd body of two
+ *   frames in one write: Node's zstd stream ends after the first) left the client waiting forever:
+ *   the decoder never ended.
+ *
+ * Goes with `src/aliases/` at 1.0 (the core's own paths are covered by upstream-faults.test.ts).
+ */
+import zlib from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { getOutcome, type Outcome, send } from '../helpers/http.ts';
+import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
+
+const stacks: Stack[] = [];
+const upstreams: RawUpstream[] = [];
+afterEach(async () => {
+  for (const s of stacks.splice(0)) await s.close();
+  for (const u of upstreams.splice(0)) await u.close();
+});
+
+const MISSION = '{"uuid":"m1","metadata":[1],"name":"x"}';
+const PATCHED = '{"uuid":"m1","metadata":[1],"name":"x","tags":[1]}';
+
+/** An upstream that answers `/health` properly and every other request with `reply()`, in one write. */
+async function stackWith(reply: () => Buffer) {
+  const upstream = await startRawUpstream((socket, received) => {
+    if (!received.endsWith('\r\n\r\n')) return;
+    if (received.startsWith('GET /health ')) {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+    } else socket.write(reply());
+  });
+  upstreams.push(upstream);
+  const stack = await startStack({ UPSTREAM_URL: upstream.url });
+  stacks.push(stack);
+  return stack;
+}
+
+/** A response head and body, as bytes. */
+function response(head: string, body: Buffer | string): Buffer {
+  const bytes = Buffer.from(body);
+  return Buffer.concat([Buffer.from(`${head}\r\nContent-Length: ${bytes.length}\r\n\r\n`, 'latin1'), bytes]);
+}
+
+/** `getOutcome`, or a failure naming the hang when no outcome comes within `ms`. */
+function outcomeWithin(url: string, headers: Record<string, string>, ms: number): Promise<Outcome> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    getOutcome(url, headers).finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no outcome within ${ms} ms: the client hangs`)), ms);
+    }),
+  ]);
+}
+
+const invalidCount = async (stack: Stack) =>
+  Number(
+    /shim_upstream_errors_total\{kind="invalid"\} (\d+)/.exec(await stack.metrics.registry.metrics())?.[1] ??
+      0,
+  );
+
+describe('a response head Node parses and cannot write', () => {
+  it.each([
+    ['a legacy client (patched)', LEGACY],
+    ['a current client', CURRENT],
+  ])(
+    'a final status below 100 (HTTP/1.1 099): %s gets the 502 of an invalid response',
+    async (_who, headers) => {
+      const stack = await stackWith(() =>
+        response('HTTP/1.1 099 Odd\r\nContent-Type: application/json', MISSION),
+      );
+      const reply = await send(stack.url, 'GET', '/missions/m1', headers);
+      expect(reply.status).toBe(502);
+      expect(reply.json()).toMatchObject({ statusCode: 502 });
+      expect(await invalidCount(stack)).toBe(1);
+      // The process goes on (it ended here).
+      expect((await send(stack.url, 'GET', '/health', CURRENT)).status).toBe(200);
+    },
+  );
+
+  it.each([
+    ['a legacy client (patched)', LEGACY, PATCHED],
+    ['a current client', CURRENT, MISSION],
+  ])(
+    'a reason phrase with a NUL: %s gets the response, with the status name Node knows',
+    async (_who, headers, body) => {
+      const stack = await stackWith(() =>
+        response('HTTP/1.1 200 O\u0000K\r\nContent-Type: application/json', MISSION),
+      );
+      const reply = await send(stack.url, 'GET', '/missions/m1', headers);
+      expect(reply.status).toBe(200);
+      expect(reply.text).toBe(body);
+      expect((await send(stack.url, 'GET', '/health', CURRENT)).status).toBe(200);
+    },
+  );
+});
+
+describe('bytes after the end of the compressed data', () => {
+  const json = Buffer.from(MISSION);
+  const cases: Array<[string, string, Buffer]> = [
+    ['deflate, then a byte', 'deflate', Buffer.concat([zlib.deflateSync(json), Buffer.from('x')])],
+    [
+      'raw deflate, then bytes',
+      'deflate',
+      Buffer.concat([zlib.deflateRawSync(json), Buffer.from('garbage')]),
+    ],
+    ['br, then a byte', 'br', Buffer.concat([zlib.brotliCompressSync(json), Buffer.from('x')])],
+    ['zstd, then a byte', 'zstd', Buffer.concat([zlib.zstdCompressSync(json), Buffer.from('x')])],
+    [
+      'zstd of two frames in one write',
+      'zstd',
+      Buffer.concat([zlib.zstdCompressSync(json.subarray(0, 10)), zlib.zstdCompressSync(json.subarray(10))]),
+    ],
+  ];
+
+  it.each(cases)(
+    '%s: a legacy client gets 502 (or an aborted response), never a wait or a cut body',
+    async (_what, coding, body) => {
+      const stack = await stackWith(() =>
+        response(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: ${coding}`, body),
+      );
+      const outcome = await outcomeWithin(`${stack.url}/missions/m1`, LEGACY, 5_000);
+      expect(outcome.status === 502 || !outcome.complete, JSON.stringify(outcome)).toBe(true);
+      expect(await invalidCount(stack)).toBe(1);
+      expect((await send(stack.url, 'GET', '/health', CURRENT)).status).toBe(200);
+    },
+  );
+
+  it.each(cases)('%s: a current client gets the upstream bytes as they are', async (_what, coding, body) => {
+    const stack = await stackWith(() =>
+      response(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: ${coding}`, body),
+    );
+    const reply = await send(stack.url, 'GET', '/missions/m1', CURRENT);
+    expect(reply.status).toBe(200);
+    expect(reply.body.equals(body)).toBe(true);
+  });
+
+  it('gzip of two members still decodes whole and is patched', async () => {
+    const body = Buffer.concat([zlib.gzipSync(json.subarray(0, 10)), zlib.gzipSync(json.subarray(10))]);
+    const stack = await stackWith(() =>
+      response('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip', body),
+    );
+    const reply = await send(stack.url, 'GET', '/missions/m1', LEGACY);
+    expect(reply.status).toBe(200);
+    expect(zlib.gunzipSync(reply.body).toString()).toBe(PATCHED);
+  });
+});
