@@ -6,7 +6,8 @@
  *
  * Drain ({@link Runtime.drain}, SPEC §8):
  * 1. `/readyz` answers 503 at once, so a load balancer or kubelet stops routing here;
- * 2. the front door stops accepting connections and closes its idle keep-alive sockets;
+ * 2. the front door stops accepting connections and, after {@link DRAIN_IDLE_GRACE_MS}, closes its idle
+ *    keep-alive sockets (a request already on its way on one is served meanwhile);
  * 3. in-flight requests run to completion, answered with `Connection: close` where the response has not
  *    started (requests that arrive on an open keep-alive socket meanwhile are still served, also with
  *    `Connection: close`); each connection closes once its response has ended and the client has
@@ -275,6 +276,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
  */
 export const LINGER_MS = 5_000;
 
+/**
+ * How long a drain leaves idle keep-alive connections open before closing them (ms). A request that
+ * arrives on one meanwhile is served, with `Connection: close`; closing at once read and dropped the
+ * requests a pooling proxy had already written on them (nginx with upstream `keepalive`: 6 of 16
+ * connections under a POST load, each a 502 to its client; docs/reliability.md fix 54). Short, since an
+ * idle drain waits for it, and any client may still write a request as the close crosses it.
+ */
+export const DRAIN_IDLE_GRACE_MS = 250;
+
 /** Connection bookkeeping for the drain; see {@link trackConnections}. */
 interface TrackedConnections {
   /**
@@ -284,7 +294,10 @@ interface TrackedConnections {
   track(req: IncomingMessage, res: ServerResponse): void;
   /** Requests whose response has not ended. */
   inFlight(): number;
-  /** Sends `Connection: close` on every response not yet started and closes idle connections. */
+  /**
+   * Sends `Connection: close` on every response not yet started and closes idle connections after
+   * {@link DRAIN_IDLE_GRACE_MS}.
+   */
   startDrain(): void;
   /** Cuts every connection at once (drain deadline). */
   destroyAll(): void;
@@ -359,7 +372,11 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
       if (draining() && count === 1) setImmediate(() => closeGracefully(socket));
     });
   };
+  // While draining, idle connections are closed only once DRAIN_IDLE_GRACE_MS has passed (Node's
+  // `server.close()` calls this at once; it does nothing until then).
+  let idleGraceOver = false;
   server.closeIdleConnections = () => {
+    if (draining() && !idleGraceOver) return;
     for (const [socket, count] of busy) if (count === 0) closeGracefully(socket);
   };
   return {
@@ -372,7 +389,14 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
         const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
         if (count > 0 && res && !res.headersSent) res.shouldKeepAlive = false;
       }
-      server.closeIdleConnections();
+      // Idle keep-alive connections are closed after a grace: a request already on its way (or
+      // unread in the socket's buffer: the signal came between two reads) is served with
+      // `Connection: close`, not read and dropped by the close — a proxy pooling connections to the
+      // shim (nginx `keepalive`) answers a POST it sent on such a connection with 502.
+      setTimeout(() => {
+        idleGraceOver = true;
+        server.closeIdleConnections();
+      }, DRAIN_IDLE_GRACE_MS).unref();
     },
     destroyAll() {
       for (const socket of busy.keys()) socket.destroy();

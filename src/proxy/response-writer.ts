@@ -8,7 +8,9 @@ import { endToEndRawHeaders } from './hop-by-hop.ts';
 
 /**
  * Adds a header name to a `Vary` value (RFC 9110 §12.5.5): no duplicate (compared case-insensitively),
- * `*` kept as `*` (it already varies on everything), empty members dropped.
+ * neither the added name nor one the upstream repeated (nginx's `gzip_vary` adds a second
+ * `Vary: Accept-Encoding` line to a backend's own, and Node joins the two), `*` kept as `*` (it already
+ * varies on everything), empty members dropped.
  * @param upstream The upstream's `Vary` (Node joins repeated fields with `, `), or `undefined`.
  * @param name The request header the response also depends on, e.g. `Service-Client-Version`.
  * @returns The merged value, e.g. `Accept-Encoding, Service-Client-Version`.
@@ -18,13 +20,17 @@ import { endToEndRawHeaders } from './hop-by-hop.ts';
  */
 export function mergeVary(upstream: string | undefined, name: string): string {
   if (upstream === undefined) return name;
-  const members = upstream
-    .split(',')
-    .map((m) => m.trim())
-    .filter((m) => m !== '');
-  if (members.includes('*')) return '*';
-  const lower = name.toLowerCase();
-  if (!members.some((m) => m.toLowerCase() === lower)) members.push(name);
+  const members: string[] = [];
+  const seen = new Set<string>();
+  for (const piece of upstream.split(',')) {
+    const member = piece.trim();
+    if (member === '*') return '*';
+    const lower = member.toLowerCase();
+    if (member === '' || seen.has(lower)) continue;
+    seen.add(lower);
+    members.push(member);
+  }
+  if (!seen.has(name.toLowerCase())) members.push(name);
   return members.join(', ');
 }
 

@@ -22,6 +22,9 @@ describe('mergeVary', () => {
     ['*', '*'],
     ['Accept, *', '*'],
     [' , Accept,, ', 'Accept, Service-Client-Version'],
+    ['Accept-Encoding, Accept-Encoding', 'Accept-Encoding, Service-Client-Version'],
+    ['Accept-Encoding, accept-encoding, Origin', 'Accept-Encoding, Origin, Service-Client-Version'],
+    ['Service-Client-Version, service-client-version', 'Service-Client-Version'],
   ])('%j → %j', (upstream, expected) => {
     expect(mergeVary(upstream, 'Service-Client-Version')).toBe(expected);
   });
