@@ -193,6 +193,11 @@ export function createUpstreamTransport(upstream: URL, caPem?: string): Upstream
     const agent = sharedReadBufferHttpsAgent(https, {
       ...POOL,
       rejectUnauthorized: true,
+      // Announce HTTP/1.1 (ALPN, RFC 7301), the only protocol the pool speaks: an upstream that serves
+      // only h2 (Node's `http2.createSecureServer` without `allowHTTP1`) then fails the handshake
+      // (`no_application_protocol`: 502, `/readyz` 503) instead of answering with its own HTTP/1.0 403
+      // "Missing ALPN Protocol", which the shim relayed to clients and the probe took for ready (fix 55).
+      ALPNProtocols: ['http/1.1'],
       ...(caPem !== undefined && { ca: [...rootCertificates, caPem] }),
     });
     return {

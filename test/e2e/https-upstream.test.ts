@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -158,6 +159,29 @@ describe('https upstream', () => {
       expect(reply.status).toBe(502);
     } finally {
       await stack.close();
+    }
+  });
+});
+
+describe('an upstream that speaks only h2 (ALPN)', () => {
+  it('→ 502 JSON and /readyz 503, not the h2 server\'s HTTP/1.0 403 "Missing ALPN Protocol" relayed', async () => {
+    const h2 = http2.createSecureServer(
+      { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.pem')) },
+      (_req, res) => res.end('{}'),
+    );
+    h2.listen(0, '127.0.0.1');
+    await once(h2, 'listening');
+    const port = (h2.address() as AddressInfo).port;
+    const stack = await startStack({ UPSTREAM_URL: `https://localhost:${port}`, UPSTREAM_CA_FILE: caFile });
+    try {
+      const reply = await send(stack.url, 'GET', '/missions', CURRENT);
+      expect(reply.status).toBe(502);
+      expect(reply.json()).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
+      const ready = await send(stack.adminUrl, 'GET', '/readyz');
+      expect(ready.status).toBe(503);
+    } finally {
+      await stack.close();
+      await new Promise<void>((resolve) => h2.close(() => resolve()));
     }
   });
 });
