@@ -133,6 +133,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     upstream: deps.upstream,
     ...(config.upstreamCa !== undefined && { upstreamCa: config.upstreamCa }),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
     forwardedHeaders: config.forwardedHeaders,
     maxRewriteBody: config.maxRewriteBody,
     bodyTimeoutMs: config.bodyTimeoutMs,

@@ -65,6 +65,8 @@ export interface Config {
   upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
+  /** Idle pooled upstream connections are closed after this many ms (`UPSTREAM_IDLE_TIMEOUT_MS`). */
+  upstreamIdleTimeoutMs: number;
   /** The client's `X-Forwarded-*` and `Forwarded`: appended to or replaced (`FORWARDED_HEADERS`, default `append`). */
   forwardedHeaders: ForwardedHeaders;
   /** Drain time after SIGTERM, in ms (`SHUTDOWN_TIMEOUT_MS`). */
@@ -455,6 +457,12 @@ export const CORE_VARIABLES = {
     meaning:
       'No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504; **after the headers, the client connection is aborted, not answered with 504** (a status was already sent; a cut body must never look complete). One exception: on a patched response whose first byte has not reached the client yet, the shim can still answer 504.',
   },
+  UPSTREAM_IDLE_TIMEOUT_MS: {
+    schema: parsers.ms(4_000),
+    default: '4000',
+    meaning:
+      "An idle upstream connection of the shim's pool is closed after this many ms, or 1 s before the upstream's `Keep-Alive: timeout=N` hint when that is sooner (a hint of 1 s or less: not kept). Keep it below the upstream's own idle timeout when the upstream sends no hint (nginx's `keepalive_timeout 3s` without its second value, gunicorn, uvicorn): a request the shim writes on a connection the upstream is closing fails, and only an idempotent one is retried (a POST gets 502).",
+  },
   FORWARDED_HEADERS: {
     schema: parsers.str('append').pipe(z.enum(['append', 'replace'], { error: 'must be append or replace' })),
     default: 'append',
@@ -651,6 +659,7 @@ export function loadConfig(
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    upstreamIdleTimeoutMs: e.UPSTREAM_IDLE_TIMEOUT_MS,
     forwardedHeaders: e.FORWARDED_HEADERS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,

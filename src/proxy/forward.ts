@@ -44,6 +44,8 @@ export interface ForwarderOptions {
   upstream: URL;
   /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`). */
   upstreamCa?: string;
+  /** Idle pooled upstream connections are closed after this many ms (`UPSTREAM_IDLE_TIMEOUT_MS`; default 4 s). */
+  upstreamIdleTimeoutMs?: number;
   /**
    * No response headers within this many ms after the request was sent → 504; a socket idle that
    * long in any phase → 504 before the head, an aborted response after it.
@@ -122,7 +124,11 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     metrics,
     logger,
   } = options;
-  const transport = createUpstreamTransport(options.upstream, options.upstreamCa);
+  const transport = createUpstreamTransport(
+    options.upstream,
+    options.upstreamCa,
+    options.upstreamIdleTimeoutMs,
+  );
   const { agent } = transport;
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;

@@ -28,8 +28,10 @@ export interface UpstreamTransport {
 }
 
 /**
- * How long an idle pooled upstream connection is kept, in ms: undici's default, below the 5 s idle
- * timeout of Node's, uvicorn's and most frameworks' servers. A response's `Keep-Alive: timeout=N` hint
+ * How long an idle pooled upstream connection is kept by default, in ms (`UPSTREAM_IDLE_TIMEOUT_MS`):
+ * undici's default, below the 5 s idle timeout of Node's, uvicorn's and most frameworks' servers; an
+ * upstream that closes sooner without saying so (nginx's `keepalive_timeout 3s` sends no hint) needs a
+ * smaller value. A response's `Keep-Alive: timeout=N` hint
  * (RFC 9112 §9.3, the `Keep-Alive` header of RFC 2068 §19.7.1) shortens it to N − 1 s (Node's agent:
  * `agentKeepAliveTimeoutBuffer`), and a hint of 1 s or less keeps no connection. Without this timeout
  * Node's agent ignores the hint and keeps a connection until the upstream closes it, and a request sent
@@ -39,14 +41,18 @@ export interface UpstreamTransport {
  */
 export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 
-/** Pool sizes: enough sockets for a busy sidecar, few idle ones kept, the most recent reused first. */
-const POOL = {
-  keepAlive: true,
-  maxSockets: 1024,
-  maxFreeSockets: 256,
-  scheduling: 'lifo',
-  timeout: UPSTREAM_IDLE_TIMEOUT_MS,
-} as const;
+/**
+ * The pool's options: enough sockets for a busy sidecar, few idle ones kept, the most recent reused
+ * first, idle ones closed after `idleTimeoutMs` (or the upstream's hint).
+ */
+const pool = (idleTimeoutMs: number) =>
+  ({
+    keepAlive: true,
+    maxSockets: 1024,
+    maxFreeSockets: 256,
+    scheduling: 'lifo',
+    timeout: idleTimeoutMs,
+  }) as const;
 
 /** Size of the one buffer every upstream socket reads into, in bytes (as Node's own reads). */
 export const UPSTREAM_READ_BUFFER_BYTES = 64 * 1024;
@@ -176,13 +182,19 @@ export function upstreamRequest(protocol: string): typeof http.request {
  * Creates the transport for an upstream URL.
  * @param upstream `http://…` or `https://…`.
  * @param caPem For `https:`: PEM certificates trusted in addition to Node's root store (`UPSTREAM_CA_FILE`).
+ * @param idleTimeoutMs Idle pooled connections are closed after this many ms, or 1 s before the
+ *   upstream's `Keep-Alive: timeout` hint when that is sooner (`UPSTREAM_IDLE_TIMEOUT_MS`).
  * @throws {Error} for another protocol (the configuration accepts only these two).
  */
-export function createUpstreamTransport(upstream: URL, caPem?: string): UpstreamTransport {
+export function createUpstreamTransport(
+  upstream: URL,
+  caPem?: string,
+  idleTimeoutMs: number = UPSTREAM_IDLE_TIMEOUT_MS,
+): UpstreamTransport {
   const hostname = upstream.hostname.startsWith('[') ? upstream.hostname.slice(1, -1) : upstream.hostname;
   if (upstream.protocol === 'http:') {
     return {
-      agent: new SharedReadBufferAgent(POOL),
+      agent: new SharedReadBufferAgent(pool(idleTimeoutMs)),
       request: http.request,
       target: { protocol: 'http:', hostname, port: Number(upstream.port || 80) },
     };
@@ -191,7 +203,7 @@ export function createUpstreamTransport(upstream: URL, caPem?: string): Upstream
     const https = load('node:https') as typeof HttpsModule;
     const { rootCertificates } = load('node:tls') as typeof TlsModule;
     const agent = sharedReadBufferHttpsAgent(https, {
-      ...POOL,
+      ...pool(idleTimeoutMs),
       rejectUnauthorized: true,
       // Announce HTTP/1.1 (ALPN, RFC 7301), the only protocol the pool speaks: an upstream that serves
       // only h2 (Node's `http2.createSecureServer` without `allowHTTP1`) then fails the handshake

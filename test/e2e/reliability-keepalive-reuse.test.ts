@@ -141,6 +141,17 @@ describe('keep-alive race with a POST: idle connections closed before the upstre
     expect(ended).toEqual([0]);
   });
 
+  it('closes it after a configured UPSTREAM_IDLE_TIMEOUT_MS (an upstream that closes sooner without a hint)', async () => {
+    const { upstream, ended } = await neverClosing('');
+    const stack = await stackOn(upstream, { UPSTREAM_IDLE_TIMEOUT_MS: '300' });
+    expect((await send(stack.url, 'POST', '/debug/sink', CURRENT, 'x')).status).toBe(200);
+    const answeredAt = performance.now();
+    await waitFor(() => ended.length === 1, { timeoutMs: 10_000, what: 'the shim closing the connection' });
+    // Closed after about 300 ms, well before the default 4 s.
+    expect(performance.now() - answeredAt).toBeLessThan(UPSTREAM_IDLE_TIMEOUT_MS - 500);
+    expect(ended).toEqual([0]);
+  });
+
   it('keeps a connection in use: back-to-back requests share it', async () => {
     const { upstream } = await neverClosing('Keep-Alive: timeout=5\r\n');
     const stack = await stackOn(upstream);

@@ -66,6 +66,7 @@ const SPEC_VARIABLES = [
   'BODY_TIMEOUT_MS',
   'UPSTREAM_CA_FILE',
   'UPSTREAM_TIMEOUT_MS',
+  'UPSTREAM_IDLE_TIMEOUT_MS',
   'FORWARDED_HEADERS',
   'SHUTDOWN_TIMEOUT_MS',
   'LOG_LEVEL',
@@ -106,6 +107,7 @@ describe('loadConfig defaults', () => {
     ['BODY_TIMEOUT_MS', (c) => c.bodyTimeoutMs, 30_000],
     ['UPSTREAM_CA_FILE', (c) => c.upstreamCa, undefined],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
+    ['UPSTREAM_IDLE_TIMEOUT_MS', (c) => c.upstreamIdleTimeoutMs, 4_000],
     ['FORWARDED_HEADERS', (c) => c.forwardedHeaders, 'append'],
     ['SHUTDOWN_TIMEOUT_MS', (c) => c.shutdownTimeoutMs, 10_000],
     ['LOG_LEVEL', (c) => c.logLevel, 'info'],
@@ -159,6 +161,7 @@ describe('loadConfig with values', () => {
       MAX_BUFFERED_BYTES: '2mb',
       BODY_TIMEOUT_MS: '5000',
       UPSTREAM_TIMEOUT_MS: '1500',
+      UPSTREAM_IDLE_TIMEOUT_MS: '2000',
       FORWARDED_HEADERS: 'replace',
       SHUTDOWN_TIMEOUT_MS: '250',
       LOG_LEVEL: 'debug',
@@ -177,6 +180,7 @@ describe('loadConfig with values', () => {
     expect(c.maxBufferedBytes).toBe(2 * 1024 * 1024);
     expect(c.bodyTimeoutMs).toBe(5000);
     expect(c.upstreamTimeoutMs).toBe(1500);
+    expect(c.upstreamIdleTimeoutMs).toBe(2000);
     expect(c.forwardedHeaders).toBe('replace');
     expect(c.shutdownTimeoutMs).toBe(250);
     expect(c.logLevel).toBe('debug');
@@ -239,6 +243,7 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['UPSTREAM_CA_FILE', { UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '0' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '10s' }],
+    ['UPSTREAM_IDLE_TIMEOUT_MS', { UPSTREAM_IDLE_TIMEOUT_MS: '0' }],
     ['FORWARDED_HEADERS', { FORWARDED_HEADERS: 'overwrite' }],
     ['FORWARDED_HEADERS', { FORWARDED_HEADERS: 'Replace' }],
     ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: '1.5' }],
