@@ -10,15 +10,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
-import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
-import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
+import { closeAll, stackWithReply } from '../helpers/one-shot-upstream.ts';
+import { CURRENT, LEGACY, type Stack } from '../helpers/stack.ts';
 
-const stacks: Stack[] = [];
-const upstreams: RawUpstream[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.close();
-  for (const u of upstreams.splice(0)) await u.close();
-});
+afterEach(closeAll);
 
 const MISSION = '{"uuid":"m1","metadata":[1],"name":"x"}';
 
@@ -37,15 +32,7 @@ function nginxLikeReply(varyLines: string[]): string {
   ].join('\r\n');
 }
 
-async function stackWith(varyLines: string[]): Promise<Stack> {
-  const upstream = await startRawUpstream((socket, received) => {
-    if (received.endsWith('\r\n\r\n')) socket.write(nginxLikeReply(varyLines));
-  });
-  upstreams.push(upstream);
-  const stack = await startStack({ UPSTREAM_URL: upstream.url });
-  stacks.push(stack);
-  return stack;
-}
+const stackWith = (varyLines: string[]): Promise<Stack> => stackWithReply(() => nginxLikeReply(varyLines));
 
 const varyLinesOf = (rawHeaders: string[]): string[] =>
   rawHeaders.filter((_, i) => i % 2 === 1 && rawHeaders[i - 1]?.toLowerCase() === 'vary');

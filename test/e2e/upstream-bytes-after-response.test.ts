@@ -9,31 +9,14 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
-import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
-import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+import { closeAll, stackWithReply } from '../helpers/one-shot-upstream.ts';
+import { CURRENT, type Stack } from '../helpers/stack.ts';
 
-const stacks: Stack[] = [];
-const upstreams: RawUpstream[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.close();
-  for (const u of upstreams.splice(0)) await u.close();
-});
+afterEach(closeAll);
 
 const MISSION = '{"uuid":"m1","metadata":[1],"name":"x"}';
 
-/** An upstream that answers `/health` properly and every other request with `reply()`, in one write. */
-async function stackWith(reply: () => string) {
-  const upstream = await startRawUpstream((socket, received) => {
-    if (!received.includes('\r\n\r\n')) return;
-    if (received.startsWith('GET /health ')) {
-      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
-    } else socket.write(reply());
-  });
-  upstreams.push(upstream);
-  const stack = await startStack({ UPSTREAM_URL: upstream.url });
-  stacks.push(stack);
-  return stack;
-}
+const stackWith = (reply: () => string) => stackWithReply(reply);
 
 const invalidCount = async (stack: Stack) =>
   Number(

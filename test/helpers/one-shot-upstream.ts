@@ -1,7 +1,8 @@
 /**
- * The keep-alive reuse race, staged: an upstream that answers one request per connection and drops the
- * connection on the next, and a shim stack in front of it, for the keep-alive reuse tests
- * (`test/e2e/reliability-keepalive-reuse.test.ts`, `test/e2e/aliases-reliability-keepalive-reuse.test.ts`).
+ * Raw upstreams with a shim stack in front: the keep-alive reuse race, staged (an upstream that answers
+ * one request per connection and drops the connection on the next), for the keep-alive reuse tests
+ * (`test/e2e/reliability-keepalive-reuse.test.ts`, `test/e2e/aliases-reliability-keepalive-reuse.test.ts`);
+ * and an upstream with a scripted reply ({@link stackWithReply}) for the upstream-fault tests.
  *
  * What the helpers start (and what is passed to {@link closeLater}) is closed by {@link closeAll}; call
  * it from the test file's `afterEach`.
@@ -76,4 +77,23 @@ export function requestsByConnection(
   return upstream.received.flatMap((r, connection) =>
     frameRequests(r).requests.map((q) => ({ connection, method: q.method, target: q.target, body: q.body })),
   );
+}
+
+/**
+ * A shim stack in front of a raw upstream that answers `GET /health` with `{}` and every other request
+ * head with `reply()`, in one write (the requests carry no body); both closed by {@link closeAll}.
+ * @param reply The upstream's bytes for a request, as it would misbehave (e.g. bytes past its end).
+ * @param env More environment for the shim's configuration.
+ */
+export async function stackWithReply(
+  reply: () => string | Buffer,
+  env: Record<string, string> = {},
+): Promise<Stack> {
+  const upstream = await startRawUpstream((socket, received) => {
+    if (!received.endsWith('\r\n\r\n')) return;
+    if (received.startsWith('GET /health ')) {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+    } else socket.write(reply());
+  });
+  return stackOn(closeLater(upstream), env);
 }
