@@ -172,7 +172,8 @@ export function createDecoder(coding: SupportedCoding): Transform | undefined {
     case 'identity':
       return undefined;
     case 'gzip':
-      return new LazyDecoder(() => zlib.createGunzip(DECODE));
+      // Node's gunzip reads what follows a member itself: another member, zero padding, or an error.
+      return new LazyDecoder(() => zlib.createGunzip(DECODE), false);
     case 'br':
       return new LazyDecoder(() => zlib.createBrotliDecompress(DECODE));
     case 'deflate':
@@ -251,11 +252,14 @@ export function looksLikeZlib(cmf: number, flg: number): boolean {
  * silence (gunzip decodes further members, or fails), and Node's zstd stream ends after the first
  * frame of several (RFC 8878 §3 allows more): passed on, the client got a response that looked whole
  * with part of the body missing. Refused as a body that does not decode instead (`Z_DATA_ERROR`).
+ * Called once a write's callback ran, when the inner decoder has processed the whole chunk or reached
+ * the end of its stream: it consumed less only in the second case (whether its `'end'` was emitted yet
+ * or not: a paused consumer holds it back).
  * @returns The error for the decoder, or `undefined` while nothing was left over.
  */
 function trailingBytes(inner: Transform, written: number): Error | undefined {
   const consumed = (inner as Transform & { bytesWritten?: number }).bytesWritten;
-  if (!inner.readableEnded || consumed === undefined || consumed >= written) return undefined;
+  if (consumed === undefined || consumed >= written) return undefined;
   return Object.assign(new Error('bytes after the end of the compressed data'), { code: 'Z_DATA_ERROR' });
 }
 
@@ -267,12 +271,20 @@ class LazyDecoder extends Transform {
   private inner: Transform | undefined;
   private first: Buffer | undefined;
   private readonly create: (b0: number, b1: number) => Transform;
+  /** Whether bytes after the end of the compressed data are refused ({@link trailingBytes}). */
+  private readonly strictEnd: boolean;
   /** Bytes written to the inner decoder so far (compared with what it consumed, `bytesWritten`). */
   private written = 0;
 
-  constructor(create: (b0: number, b1: number) => Transform) {
+  constructor(create: (b0: number, b1: number) => Transform, strictEnd = true) {
     super();
     this.create = create;
+    this.strictEnd = strictEnd;
+  }
+
+  /** The inner decoder's verdict on what it consumed, for a write's callback or the end. */
+  private leftOver(inner: Transform): Error | undefined {
+    return this.strictEnd ? trailingBytes(inner, this.written) : undefined;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
@@ -284,16 +296,23 @@ class LazyDecoder extends Transform {
         return;
       }
       this.first = undefined;
-      this.inner = this.create(head[0] as number, head[1] as number);
-      this.inner.on('data', (d: Buffer) => {
-        if (!this.push(d)) this.inner?.pause();
-      });
-      this.inner.on('error', (err) => this.destroy(err));
+      this.start(head);
       chunk = head;
     }
-    const inner = this.inner;
+    const inner = this.inner as Transform;
     this.written += chunk.length;
-    inner.write(chunk, () => callback(trailingBytes(inner, this.written)));
+    inner.write(chunk, () => callback(this.leftOver(inner)));
+  }
+
+  /** Creates the inner decoder from the body's first bytes (one, for a one-byte body). */
+  private start(head: Buffer): Transform {
+    const inner = this.create(head[0] as number, head[1] ?? -1);
+    inner.on('data', (d: Buffer) => {
+      if (!this.push(d)) this.inner?.pause();
+    });
+    inner.on('error', (err) => this.destroy(err));
+    this.inner = inner;
+    return inner;
   }
 
   override _read(size: number): void {
@@ -302,22 +321,27 @@ class LazyDecoder extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
-    const inner = this.inner;
-    if (inner === undefined) {
-      callback(
-        this.first === undefined
-          ? null
-          : Object.assign(new Error('truncated compressed data'), { code: 'Z_DATA_ERROR' }),
-      );
+    if (this.inner === undefined && this.first === undefined) {
+      callback(); // an empty body
       return;
     }
+    if (this.inner === undefined) {
+      // A one-byte body: the decoder decides (brotli's empty stream is the one byte 0x3b; for the
+      // others it is truncated, and the inner decoder's error says so).
+      const first = this.first as Buffer;
+      this.first = undefined;
+      this.start(first);
+      this.written = first.length;
+      (this.inner as unknown as Transform).write(first);
+    }
+    const inner = this.inner as unknown as Transform;
     // Ended on its own at the end of the compressed data (checked for bytes after it as they came):
     // its 'end' has passed, and waiting for another left the response hanging.
     if (inner.readableEnded) {
-      callback();
+      callback(this.leftOver(inner));
       return;
     }
-    inner.once('end', () => callback());
+    inner.once('end', () => callback(this.leftOver(inner)));
     inner.end();
   }
 
