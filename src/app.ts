@@ -164,24 +164,28 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   // null") went out without the hygiene gate's 400, the shim's JSON error shape, its headers, log
   // line or metrics. The shim's layers run for such a request in the same order instead; the hygiene
   // gate refuses it (origin-form only).
+  /** Answers what a layer threw or passed on, as the Express chain's own error handler does. */
+  const fail = (req: express.Request, res: express.Response, e: unknown) => {
+    try {
+      onError(e, req, res, () => {});
+    } catch {
+      res.destroy();
+    }
+  };
+  /** Express's final callback: reached only by a request its router ran no layer for (or an error). */
+  const unrouted = (req: express.Request, res: express.Response, err?: unknown) => {
+    if (err) return fail(req, res, err);
+    const failed = (e: unknown) => fail(req, res, e);
+    try {
+      admit(req, res, (e?: unknown) => (e === undefined ? forwarder.handler(req, res, failed) : failed(e)));
+    } catch (e) {
+      failed(e);
+    }
+  };
   const handle: RequestListener = (incoming, response) => {
     const req = incoming as express.Request;
     const res = response as express.Response;
-    const fail = (e: unknown) => {
-      try {
-        onError(e, req, res, () => {});
-      } catch {
-        res.destroy();
-      }
-    };
-    app(req, res, (err?: unknown) => {
-      if (err) return fail(err);
-      try {
-        admit(req, res, (e?: unknown) => (e === undefined ? forwarder.handler(req, res, fail) : fail(e)));
-      } catch (e) {
-        fail(e);
-      }
-    });
+    app(req, res, (err?: unknown) => unrouted(req, res, err));
   };
   const onServerRejection = (reason: ServerRejection, status: number) => {
     metrics.rejections.inc({ reason });

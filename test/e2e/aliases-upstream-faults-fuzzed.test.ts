@@ -16,15 +16,13 @@
 import zlib from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { getOutcome, type Outcome, send } from '../helpers/http.ts';
-import { closeAll, stackWithReply } from '../helpers/one-shot-upstream.ts';
+import { closeAll, stackWithReply as stackWith } from '../helpers/one-shot-upstream.ts';
 import { CURRENT, LEGACY, type Stack } from '../helpers/stack.ts';
 
 afterEach(closeAll);
 
 const MISSION = '{"uuid":"m1","metadata":[1],"name":"x"}';
 const PATCHED = '{"uuid":"m1","metadata":[1],"name":"x","tags":[1]}';
-
-const stackWith = (reply: () => Buffer) => stackWithReply(reply);
 
 /** A response head and body, as bytes. */
 function response(head: string, body: Buffer | string): Buffer {

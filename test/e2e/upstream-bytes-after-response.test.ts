@@ -9,14 +9,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
-import { closeAll, stackWithReply } from '../helpers/one-shot-upstream.ts';
+import { closeAll, stackWithReply as stackWith } from '../helpers/one-shot-upstream.ts';
 import { CURRENT, type Stack } from '../helpers/stack.ts';
 
 afterEach(closeAll);
 
 const MISSION = '{"uuid":"m1","metadata":[1],"name":"x"}';
-
-const stackWith = (reply: () => string) => stackWithReply(reply);
 
 const invalidCount = async (stack: Stack) =>
   Number(
