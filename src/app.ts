@@ -98,8 +98,10 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       }
       return definition.create(config.plugins[definition.name], context);
     });
-  // Responses depend on the client's version when any plugin says so: caches must key on it (RFC 9110 §12.5.5).
-  const varyHeader = plugins.some((p) => p.variesByClientVersion) ? config.clientVersionHeader : undefined;
+  // Responses depend on the client's version: a plugin's may (then every response names it in Vary, RFC
+  // 9110 §12.5.5), and the outdated-client Warning does on every admitted request (forward.ts varyHeader).
+  const varyAll = plugins.some((p) => p.variesByClientVersion);
+  const varyHeader = varyAll ? config.clientVersionHeader : undefined;
 
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
@@ -138,7 +140,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     maxRewriteBody: config.maxRewriteBody,
     bodyTimeoutMs: config.bodyTimeoutMs,
     budget,
-    ...(varyHeader !== undefined && { varyHeader }),
+    varyHeader: config.clientVersionHeader,
+    varyAll,
     metrics,
     logger,
     responseHeaders,

@@ -32,7 +32,7 @@ import { headerValue } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { type ResponseHeadOptions, responseHead } from './response-writer.ts';
+import { type ResponseHeadOptions, responseHead, revalidationKeepsVary } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { createUpstreamTransport } from './upstream-agent.ts';
 import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
@@ -62,8 +62,15 @@ export interface ForwarderOptions {
   bodyTimeoutMs: number;
   /** Process-wide bound on buffered bytes (`MAX_BUFFERED_BYTES`; 503 beyond). */
   budget: BufferBudget;
-  /** When set, merged into `Vary` on every upstream response (a plugin's `variesByClientVersion`). */
+  /**
+   * The client-version request header (`CLIENT_VERSION_HEADER`), merged into `Vary` (RFC 9110 §12.5.5)
+   * on the upstream responses that depend on it: those to a request whose version the gate read
+   * (`exchange.clientVersion`: the outdated-client `Warning` depends on it), and with `varyAll` every
+   * one. Unset: `Vary` untouched.
+   */
   varyHeader?: string;
+  /** Name `varyHeader` on every upstream response, public paths included (a plugin's `variesByClientVersion`). */
+  varyAll?: boolean;
   metrics: CoreMetrics;
   logger: Logger;
   /**
@@ -121,6 +128,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeoutMs,
     budget,
     varyHeader,
+    varyAll = false,
     metrics,
     logger,
   } = options;
@@ -133,16 +141,16 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
 
-  // responseHead's options, made once (no object per response). A patch comes only from an
-  // `onResponse` hook, whose presence refused the exchange's ranges (handler): a patched head always
-  // says `Accept-Ranges: none`.
-  const streamedHead: ResponseHeadOptions = { patched: false, varyName: varyHeader };
-  const streamedHeadNoRanges: ResponseHeadOptions = {
-    patched: false,
-    varyName: varyHeader,
-    rangesRefused: true,
-  };
-  const patchedHead: ResponseHeadOptions = { patched: true, varyName: varyHeader, rangesRefused: true };
+  // responseHead's options, made once (no object per response), indexed by headOptions' flags. A patch
+  // comes only from an `onResponse` hook, whose presence refused the exchange's ranges (handler): a
+  // patched head always says `Accept-Ranges: none`.
+  const headOptionsTable: ResponseHeadOptions[] = Array.from({ length: 8 }, (_, flags) => ({
+    patched: (flags & 1) !== 0,
+    varyName: (flags & 2) !== 0 ? varyHeader : undefined,
+    rangesRefused: (flags & 4) !== 0,
+  }));
+  const headOptions = (patched: boolean, varied: boolean, rangesRefused: boolean): ResponseHeadOptions =>
+    headOptionsTable[(patched ? 1 : 0) | (varied ? 2 : 0) | (rangesRefused ? 4 : 0)] as ResponseHeadOptions;
 
   /** Counts and logs a response that a hook asked to patch and that went out unpatched (from some point on). */
   const countUnpatched = (state: ExchangeState, reason: UnpatchedReason) => {
@@ -206,12 +214,15 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     }
     // After onResponse: plugins may append response headers there.
     const extra = options.responseHeaders(state, upstreamRes);
-    // Only what this response uses: the ETag is weakened for a patch, Vary merged when configured.
+    // Vary names the client-version header when this response depends on it (varyHeader's doc).
+    const versioned = varyHeader !== undefined && (varyAll || state.exchange.clientVersion !== undefined);
+    // Only what this response uses: the ETag is weakened for a patch, Vary merged when versioned.
     const upstreamHead = {
       rawHeaders: upstreamRes.rawHeaders,
       etag: patches === undefined ? undefined : (headerValue(upstreamRes, 'etag') as string | undefined),
-      vary: varyHeader === undefined ? undefined : (headerValue(upstreamRes, 'vary') as string | undefined),
+      vary: versioned ? (headerValue(upstreamRes, 'vary') as string | undefined) : undefined,
     };
+    const varied = versioned && !revalidationKeepsVary(status, upstreamHead.vary);
     // The reason phrase is the upstream's when Node can write it (RFC 9112 §4: HTAB, SP, VCHAR,
     // obs-text); Node's parser also takes a NUL or other controls there, on which writeHead throws:
     // such a phrase is dropped (a client ignores it anyway) and Node's own for the status goes instead.
@@ -219,7 +230,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       ? upstreamRes.statusMessage
       : undefined;
 
-    const streamed = state.rangesRefused ? streamedHeadNoRanges : streamedHead;
+    const streamed = headOptions(false, varied, state.rangesRefused);
+    const patchedHead = headOptions(true, varied, true);
     if (patches === undefined) {
       res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
       pumpBody(upstreamRes, res);

@@ -35,6 +35,22 @@ export function mergeVary(upstream: string | undefined, name: string): string {
 }
 
 /**
+ * Whether a response must leave `Vary` as the upstream sent it: a 304 without `Vary`. A cache that
+ * revalidates a stored response replaces each of its header fields with the 304's (RFC 9111 §3.2,
+ * §4.3.4), so a 304 naming only the client-version header would cut the upstream's members
+ * (`Accept-Encoding`) out of the stored response's `Vary`, and the cache would then serve its gzip body
+ * to a client that does not accept gzip. Express' `compression` sends `Vary: Accept-Encoding` on the
+ * 200 and none on its 304 (no `Content-Type` there). Without `Vary` the 304 leaves the stored one, which
+ * the shim wrote on the 200 with the client-version header merged in, whole.
+ * @param status The upstream's status.
+ * @param upstreamVary The upstream's `Vary`, joined, if any.
+ * @example revalidationKeepsVary(304, undefined) // → true
+ */
+export function revalidationKeepsVary(status: number, upstreamVary: string | undefined): boolean {
+  return status === 304 && upstreamVary === undefined;
+}
+
+/**
  * A strong entity tag made weak (RFC 9110 §8.8.1): a patched body is no longer byte-identical, but
  * still the same resource state; a weak tag stays weak.
  * @example weakEtag('"v1"') // → 'W/"v1"'

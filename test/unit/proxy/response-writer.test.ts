@@ -8,6 +8,7 @@ import {
   exposedNames,
   mergeVary,
   responseHead,
+  revalidationKeepsVary,
   weakEtag,
 } from '../../../src/proxy/response-writer.ts';
 
@@ -32,6 +33,20 @@ describe('mergeVary', () => {
   it('is idempotent', () => {
     const once = mergeVary('Accept', 'Service-Client-Version');
     expect(mergeVary(once, 'Service-Client-Version')).toBe(once);
+  });
+});
+
+describe('revalidationKeepsVary', () => {
+  // RFC 9111 §4.3.4: a 304's fields replace the stored ones; a 304 without Vary leaves the stored Vary whole.
+  it.each<[number, string | undefined, boolean]>([
+    [304, undefined, true],
+    [304, 'Accept-Encoding', false],
+    [304, '', false],
+    [200, undefined, false],
+    [204, undefined, false],
+    [404, undefined, false],
+  ])('%d with Vary %j → %j', (status, vary, expected) => {
+    expect(revalidationKeepsVary(status, vary)).toBe(expected);
   });
 });
 

@@ -1,0 +1,90 @@
+/**
+ * Revalidation through a shared cache in front of the shim (RFC 9111 §4.3.4): a cache that revalidates
+ * a stored response sends the stored `ETag` in `If-None-Match` with the request that found it stale,
+ * and replaces each stored header field with the one the 304 carries (§3.2). An Express service with
+ * `compression` sends `Vary: Accept-Encoding` on its 200 and none on its 304 (the 304 has no
+ * `Content-Type`, which compression's filter needs). The shim added its `Vary: Service-Client-Version`
+ * to that 304 too, so the cache's stored `Vary: Accept-Encoding, Service-Client-Version` became
+ * `Vary: Service-Client-Version`: the stored gzip body then matched every request of that client
+ * version, and went to clients that do not accept gzip.
+ *
+ * Found with Varnish 7.1 (`http_gzip_support=off`) in front of the shim (2026-11-26): docs/reliability.md
+ * fix 56. Here the cache is a model of what RFC 9111 has it do (test/helpers/shared-cache.ts), over real
+ * sockets to the shim and a small Express-like upstream.
+ */
+import type { OutgoingHttpHeaders } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { send } from '../helpers/http.ts';
+import {
+  type CacheableUpstream,
+  servable,
+  startCacheableUpstream,
+  updatedBy304,
+  varyMembers,
+} from '../helpers/shared-cache.ts';
+import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
+
+let stack: Stack | undefined;
+let upstream: CacheableUpstream | undefined;
+afterEach(async () => {
+  await stack?.close();
+  await upstream?.close();
+  stack = undefined;
+  upstream = undefined;
+});
+
+async function start(varyOn304 = false): Promise<Stack> {
+  upstream = await startCacheableUpstream({ varyOn304 });
+  stack = await startStack({ UPSTREAM_URL: upstream.url, SERVICE_VERSION: '0.60.0' });
+  return stack;
+}
+
+describe('a cache revalidating a stored response through the shim (RFC 9111 §4.3.4)', () => {
+  it.each([
+    ['a legacy client (patched: weak tag)', LEGACY],
+    ['a current client (passed through)', CURRENT],
+  ])(
+    '%s: the stored Vary keeps Accept-Encoding after the 304, so gzip goes only to gzip clients',
+    async (_who, client) => {
+      const { url } = await start();
+      const fetchedWith: OutgoingHttpHeaders = { ...client, 'accept-encoding': 'gzip' };
+      const first = await send(url, 'GET', '/missions', fetchedWith);
+      expect(first.status).toBe(200);
+      expect(first.headers['content-encoding']).toBe('gzip');
+      expect(varyMembers(first.headers)).toEqual(['accept-encoding', 'service-client-version']);
+      let stored = { status: first.status, headers: first.headers };
+
+      // Stale: the cache asks with the stored validator and the same request headers.
+      const notModified = await send(url, 'GET', '/missions', {
+        ...fetchedWith,
+        'if-none-match': String(first.headers.etag),
+      });
+      expect(notModified.status).toBe(304);
+      expect(upstream?.requests.at(-1)?.headers['if-none-match']).toBe(first.headers.etag);
+      stored = updatedBy304(stored, notModified);
+
+      expect(varyMembers(stored.headers)).toEqual(['accept-encoding', 'service-client-version']);
+      // A client of the same version that does not accept gzip is not served the stored gzip body …
+      expect(servable(stored, fetchedWith, { ...client })).toBe(false);
+      // … the same client again is, and a client of the other version is not.
+      expect(servable(stored, fetchedWith, fetchedWith)).toBe(true);
+      const other = client === LEGACY ? CURRENT : LEGACY;
+      expect(servable(stored, fetchedWith, { ...other, 'accept-encoding': 'gzip' })).toBe(false);
+      // The 304 carries the validator the 200 carried (SPEC §6).
+      expect(notModified.headers.etag).toBe(first.headers.etag);
+    },
+  );
+
+  it('an upstream 304 that names its Vary gets the client-version header merged in, as its 200', async () => {
+    const { url } = await start(true);
+    const first = await send(url, 'GET', '/missions', { ...LEGACY, 'accept-encoding': 'gzip' });
+    const notModified = await send(url, 'GET', '/missions', {
+      ...LEGACY,
+      'accept-encoding': 'gzip',
+      'if-none-match': String(first.headers.etag),
+    });
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.vary).toBe(first.headers.vary);
+    expect(notModified.headers.vary).toBe('Accept-Encoding, Service-Client-Version');
+  });
+});
