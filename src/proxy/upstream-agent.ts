@@ -132,6 +132,38 @@ export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): b
   return false;
 }
 
+/**
+ * Makes a request of the pool on a connection of its own: the pool's idle connections are hidden from
+ * it while `make` runs (Node's agent hands a request its socket, or starts connecting one, inside
+ * `http.request`) and put back afterwards. For the replay of a request that failed on a reused
+ * connection the upstream had closed (RFC 9110 §9.2.2; docs/reliability.md fix 8): the other idle
+ * connections may be closed too (an upstream that closes after every response without
+ * `Connection: close`, contrary to RFC 9112 §9.3; a restart), and the one replay must not land on one
+ * of them (docs/reliability.md fix 60). When the pool is at `maxSockets`, the request waits for the
+ * next connection freed, as any other.
+ * @param agent The upstream pool.
+ * @param make Creates the request (`transport.request(…)`) with `agent`.
+ * @returns What `make` returns. Rethrows what `make` throws, the idle connections put back.
+ */
+export function onNewConnection<T>(agent: http.Agent, make: () => T): T {
+  // Typed read-only by @types/node; Node's agent keeps a plain (null-prototype) object of arrays.
+  const free = agent.freeSockets as unknown as Record<string, unknown[] | undefined>;
+  const hidden: Record<string, unknown[]> = {};
+  for (const name in free) {
+    const sockets = free[name];
+    if (sockets !== undefined) hidden[name] = sockets;
+    delete free[name];
+  }
+  try {
+    return make();
+  } finally {
+    for (const [name, sockets] of Object.entries(hidden)) {
+      const now = free[name];
+      free[name] = now === undefined ? sockets : [...sockets, ...now];
+    }
+  }
+}
+
 /** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */
 export class SharedReadBufferAgent extends http.Agent {
   override createConnection(options: http.ClientRequestArgs): Duplex {
