@@ -103,7 +103,41 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
     callback: (bytes, buffer) => socket.emit('data', (buffer as Buffer).subarray(0, bytes)) || true,
   };
   const socket = create({ ...(options as object), onread });
+  readsOnAfterRefusedWrite(socket);
   return socket;
+}
+
+/** `net.Socket`'s internal write step, which every write of the HTTP client goes through. */
+type WriteGeneric = (
+  writev: boolean,
+  data: unknown,
+  encoding: string,
+  cb: (err?: Error | null) => void,
+) => unknown;
+
+/**
+ * A write the upstream refused (`EPIPE`, `ECONNRESET`: it closed or reset the connection while the shim
+ * was still sending a request body) no longer destroys the socket at once: the write is dropped as if
+ * done, and the socket goes on reading. An upstream that answers early (a 401, 404 or 413 to an upload
+ * it will not read) and closes at once, without the staged close RFC 9112 §9.6 asks for (gunicorn's
+ * workers), has its response in the socket's receive buffer, before its reset; Node's HTTP client
+ * destroyed the socket on the first failed write, and the response with it: the client got 502 where the
+ * upstream had answered (docs/reliability.md fix 61). The read then ends the socket as usual: the
+ * response is relayed, or the reset (`ECONNRESET`) fails the request as before — a 502, or a replay of an
+ * idempotent request on a stale pooled connection (fix 8), the same decisions. Other write errors destroy
+ * the socket as before.
+ * @param socket An upstream connection, before its first write.
+ */
+function readsOnAfterRefusedWrite(socket: Duplex): void {
+  const s = socket as Duplex & { _writeGeneric?: WriteGeneric };
+  const writeGeneric = s._writeGeneric;
+  if (typeof writeGeneric !== 'function') return;
+  s._writeGeneric = function (this: Duplex, writev, data, encoding, cb) {
+    return writeGeneric.call(this, writev, data, encoding, (err) => {
+      const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
+      cb(code === 'EPIPE' || code === 'ECONNRESET' ? null : err);
+    });
+  };
 }
 
 /**
