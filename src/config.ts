@@ -461,7 +461,7 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(4_000),
     default: '4000',
     meaning:
-      "An idle upstream connection of the shim's pool is closed after this many ms, or 1 s before the upstream's `Keep-Alive: timeout=N` hint when that is sooner (a hint of 1 s or less: not kept). Keep it below the upstream's own idle timeout when the upstream sends no hint (nginx's `keepalive_timeout 3s` without its second value, gunicorn, uvicorn): a request the shim writes on a connection the upstream is closing fails, and only an idempotent one is retried (a POST gets 502).",
+      "An idle upstream connection of the shim's pool is closed after this many ms, or 1 s before the upstream's `Keep-Alive: timeout=N` hint when that is sooner (a hint of 1 s or less: not kept). Keep it below the upstream's own idle timeout when the upstream sends no hint (nginx's `keepalive_timeout 3s` without its second value; gunicorn's `gthread` workers, 2 s: set `1000`; uvicorn's 5 s is above the default): a request the shim writes on a connection the upstream is closing fails, and only an idempotent one is retried (a POST gets 502). Measured servers: [operations](operations.md#upstream-servers-keep-alive).",
   },
   FORWARDED_HEADERS: {
     schema: parsers.str('append').pipe(z.enum(['append', 'replace'], { error: 'must be append or replace' })),

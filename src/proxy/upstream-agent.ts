@@ -103,7 +103,41 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
     callback: (bytes, buffer) => socket.emit('data', (buffer as Buffer).subarray(0, bytes)) || true,
   };
   const socket = create({ ...(options as object), onread });
+  readsOnAfterRefusedWrite(socket);
   return socket;
+}
+
+/** `net.Socket`'s internal write step, which every write of the HTTP client goes through. */
+type WriteGeneric = (
+  writev: boolean,
+  data: unknown,
+  encoding: string,
+  cb: (err?: Error | null) => void,
+) => unknown;
+
+/**
+ * A write the upstream refused (`EPIPE`, `ECONNRESET`: it closed or reset the connection while the shim
+ * was still sending a request body) no longer destroys the socket at once: the write is dropped as if
+ * done, and the socket goes on reading. An upstream that answers early (a 401, 404 or 413 to an upload
+ * it will not read) and closes at once, without the staged close RFC 9112 §9.6 asks for (gunicorn's
+ * workers), has its response in the socket's receive buffer, before its reset; Node's HTTP client
+ * destroyed the socket on the first failed write, and the response with it: the client got 502 where the
+ * upstream had answered (docs/reliability.md fix 61). The read then ends the socket as usual: the
+ * response is relayed, or the reset (`ECONNRESET`) fails the request as before — a 502, or a replay of an
+ * idempotent request on a stale pooled connection (fix 8), the same decisions. Other write errors destroy
+ * the socket as before.
+ * @param socket An upstream connection, before its first write.
+ */
+function readsOnAfterRefusedWrite(socket: Duplex): void {
+  const s = socket as Duplex & { _writeGeneric?: WriteGeneric };
+  const writeGeneric = s._writeGeneric;
+  if (typeof writeGeneric !== 'function') return;
+  s._writeGeneric = function (this: Duplex, writev, data, encoding, cb) {
+    return writeGeneric.call(this, writev, data, encoding, (err) => {
+      const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
+      cb(code === 'EPIPE' || code === 'ECONNRESET' ? null : err);
+    });
+  };
 }
 
 /**
@@ -130,6 +164,38 @@ export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): b
     return true;
   }
   return false;
+}
+
+/**
+ * Makes a request of the pool on a connection of its own: the pool's idle connections are hidden from
+ * it while `make` runs (Node's agent hands a request its socket, or starts connecting one, inside
+ * `http.request`) and put back afterwards. For the replay of a request that failed on a reused
+ * connection the upstream had closed (RFC 9110 §9.2.2; docs/reliability.md fix 8): the other idle
+ * connections may be closed too (an upstream that closes after every response without
+ * `Connection: close`, contrary to RFC 9112 §9.3; a restart), and the one replay must not land on one
+ * of them (docs/reliability.md fix 60). When the pool is at `maxSockets`, the request waits for the
+ * next connection freed, as any other.
+ * @param agent The upstream pool.
+ * @param make Creates the request (`transport.request(…)`) with `agent`.
+ * @returns What `make` returns. Rethrows what `make` throws, the idle connections put back.
+ */
+export function onNewConnection<T>(agent: http.Agent, make: () => T): T {
+  // Typed read-only by @types/node; Node's agent keeps a plain (null-prototype) object of arrays.
+  const free = agent.freeSockets as unknown as Record<string, unknown[] | undefined>;
+  const hidden: Record<string, unknown[]> = {};
+  for (const name in free) {
+    const sockets = free[name];
+    if (sockets !== undefined) hidden[name] = sockets;
+    delete free[name];
+  }
+  try {
+    return make();
+  } finally {
+    for (const [name, sockets] of Object.entries(hidden)) {
+      const now = free[name];
+      free[name] = now === undefined ? sockets : [...sockets, ...now];
+    }
+  }
 }
 
 /** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */

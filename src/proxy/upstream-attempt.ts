@@ -13,7 +13,7 @@ import type { Reservation } from './buffer-budget.ts';
 import type { ExchangeState } from './exchange.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
-import { dropQueuedRequest, type UpstreamTransport } from './upstream-agent.ts';
+import { dropQueuedRequest, onNewConnection, type UpstreamTransport } from './upstream-agent.ts';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
@@ -113,7 +113,7 @@ export function createUpstreamAttempt(
       let upstreamResponse: IncomingMessage | undefined;
       let failed = false;
       let headerTimer: NodeJS.Timeout | undefined;
-      const upstreamReq = transport.request({
+      const options = {
         ...target,
         agent,
         method: req.method,
@@ -124,7 +124,11 @@ export function createUpstreamAttempt(
         // `timeout`, else its own): without it, the pool's idle timeout (UPSTREAM_IDLE_TIMEOUT_MS, 4 s)
         // cut a connection still being established with a 504, whatever UPSTREAM_TIMEOUT_MS said.
         timeout: upstreamTimeoutMs,
-      });
+      };
+      // The replay goes on a new connection: the pool's other idle ones may be closed by the upstream
+      // as well (fix 60), and there is no second replay.
+      const upstreamReq =
+        attempt === 0 ? transport.request(options) : onNewConnection(agent, () => transport.request(options));
       current = upstreamReq;
       state.upstreamStartedAt = performance.now();
 

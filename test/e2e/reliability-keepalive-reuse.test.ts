@@ -76,6 +76,47 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
     expect(reply.status).toBe(502);
   });
 
+  it('the retry takes a new connection, never another pooled one the upstream closed too', async () => {
+    // An upstream that closes each connection right after its response, without `Connection: close`
+    // (Python's http.server with `close_connection`), seen by the shim only once it reuses one: two
+    // such connections in the pool. The two warming requests are held until both connections are
+    // open, so the shim pools two; a second request on a connection is dropped unanswered.
+    const held: Array<() => void> = [];
+    const upstream = await startRawUpstream((socket, received) => {
+      const s = socket as { answered?: boolean; dead?: boolean };
+      const heads = received.split('\r\n\r\n').length - 1;
+      if (heads === 0 || s.dead) return;
+      if (s.answered || heads > 1) {
+        s.dead = true;
+        socket.destroy();
+        return;
+      }
+      s.answered = true;
+      const target = received.split(' ')[1];
+      held.push(() =>
+        socket.write(
+          `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${JSON.stringify(target).length}\r\n\r\n${JSON.stringify(target)}`,
+        ),
+      );
+      if (!target?.startsWith('/warm/') || held.length === 2) for (const answer of held.splice(0)) answer();
+    });
+    closeLater(upstream);
+    const stack = await stackOn(upstream);
+    const warm = await Promise.all([
+      send(stack.url, 'GET', '/warm/a', CURRENT),
+      send(stack.url, 'GET', '/warm/b', CURRENT),
+    ]);
+    expect(warm.map((r) => r.status)).toEqual([200, 200]);
+    const reply = await send(stack.url, 'GET', '/missions/1', CURRENT);
+    expect(reply.status).toBe(200);
+    expect(reply.json()).toBe('/missions/1');
+    const seen = requestsByConnection(upstream).filter((r) => r.target === '/missions/1');
+    // Once on a stale pooled connection, then once on a connection of its own (fresh: its first request).
+    expect(seen).toHaveLength(2);
+    const retry = seen[1] as { connection: number };
+    expect(requestsByConnection(upstream).filter((r) => r.connection === retry.connection)).toHaveLength(1);
+  });
+
   it('a retry that fails again is not retried a second time: 502', async () => {
     // Every connection answers its first request only, and the retry's fresh connection is killed too.
     let connections = 0;

@@ -8,6 +8,7 @@ import { rootCertificates } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import {
   createUpstreamTransport,
+  onNewConnection,
   SharedReadBufferAgent,
   tlsServerName,
 } from '../../../src/proxy/upstream-agent.ts';
@@ -60,5 +61,43 @@ describe('createUpstreamTransport', () => {
 
   it('refuses another protocol', () => {
     expect(() => createUpstreamTransport(new URL('ftp://x'))).toThrow(/unsupported/);
+  });
+});
+
+describe('onNewConnection', () => {
+  /** An agent whose pool holds stand-ins for idle connections (no socket is opened). */
+  function agentWithIdle(idle: Record<string, string[]>): {
+    agent: http.Agent;
+    free: Record<string, unknown>;
+  } {
+    const agent = new http.Agent({ keepAlive: true });
+    const free = agent.freeSockets as unknown as Record<string, unknown>;
+    for (const [name, sockets] of Object.entries(idle)) free[name] = sockets;
+    return { agent, free };
+  }
+
+  it('hides every idle connection while the request is made, and puts them back', () => {
+    const { agent, free } = agentWithIdle({ 'a:80:': ['s1', 's2'], 'b:80:': ['s3'] });
+    const seen = onNewConnection(agent, () => ({ ...free }));
+    expect(seen).toEqual({});
+    expect(free).toEqual({ 'a:80:': ['s1', 's2'], 'b:80:': ['s3'] });
+  });
+
+  it('keeps a connection freed meanwhile, after the hidden ones', () => {
+    const { agent, free } = agentWithIdle({ 'a:80:': ['s1'] });
+    onNewConnection(agent, () => {
+      free['a:80:'] = ['s9'];
+    });
+    expect(free).toEqual({ 'a:80:': ['s1', 's9'] });
+  });
+
+  it('puts them back when making the request throws', () => {
+    const { agent, free } = agentWithIdle({ 'a:80:': ['s1'] });
+    expect(() =>
+      onNewConnection(agent, () => {
+        throw new Error('invalid header');
+      }),
+    ).toThrow('invalid header');
+    expect(free).toEqual({ 'a:80:': ['s1'] });
   });
 });

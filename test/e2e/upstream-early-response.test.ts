@@ -1,0 +1,63 @@
+/**
+ * An upstream that answers an upload before reading it (a 401, 404 or 413) and closes the connection at
+ * once, without the staged close RFC 9112 §9.6 asks for: gunicorn's workers do (`socket.close()` with
+ * the body unread, which resets the connection). Its response reaches the shim before its reset; the
+ * shim must relay it, not fail the request with 502 on its next write of the body (docs/reliability.md
+ * fix 61). Go's `net/http`, uvicorn and aiohttp close in stages, and were relayed before too.
+ */
+import { once } from 'node:events';
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeAll, closeLater, stackOn } from '../helpers/one-shot-upstream.ts';
+import { waitFor } from '../helpers/poll.ts';
+import { startRawUpstream } from '../helpers/raw-upstream.ts';
+
+afterEach(closeAll);
+
+const HEALTH = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
+const EARLY_BODY = '{"error":"not found"}';
+const EARLY = `HTTP/1.1 404 NOT FOUND\r\nContent-Type: application/json\r\nContent-Length: ${EARLY_BODY.length}\r\nConnection: close\r\n\r\n${EARLY_BODY}`;
+
+describe('an upload the upstream answers early, then resets', () => {
+  it('the client gets the upstream’s answer, not 502', async () => {
+    let client: net.Socket | undefined;
+    const upstream = await startRawUpstream((socket, received) => {
+      const s = socket as net.Socket & { answered?: boolean };
+      if (s.answered || !received.includes('\r\n\r\n')) return;
+      s.answered = true;
+      if (received.startsWith('GET /api/health ')) {
+        socket.write(HEALTH);
+        return;
+      }
+      // gunicorn's order: the answer, then close() with the body unread (a reset). The client's next
+      // body bytes are sent first, so that the shim reads them, and writes them upstream, before it
+      // reads the answer: the write fails on the reset connection.
+      client?.write(Buffer.alloc(64 * 1024, 0x61));
+      socket.write(EARLY);
+      socket.resetAndDestroy();
+    });
+    closeLater(upstream);
+    const stack = await stackOn(upstream);
+    const { port } = new URL(stack.url);
+    client = net.connect(Number(port), '127.0.0.1');
+    client.on('error', () => {});
+    await once(client, 'connect');
+    let response = '';
+    client.on('data', (d: Buffer) => {
+      response += d.toString('latin1');
+    });
+    client.write(
+      'POST /files/upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nx-api-key: k\r\n' +
+        `Content-Type: application/octet-stream\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`,
+    );
+    client.write(Buffer.alloc(64 * 1024, 0x61));
+    // A whole response: the upstream's (its JSON body) or the shim's 502 (a JSON body too).
+    await waitFor(() => /\r\n\r\n[\s\S]*\}/.test(response), {
+      timeoutMs: 10_000,
+      what: 'the response to the upload',
+    });
+    client.destroy();
+    expect(response.split('\r\n')[0]).toBe('HTTP/1.1 404 NOT FOUND');
+    expect(response).toContain(`\r\n\r\n${EARLY_BODY}`);
+  });
+});
