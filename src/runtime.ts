@@ -7,7 +7,8 @@
  * Drain ({@link Runtime.drain}, SPEC §8):
  * 1. `/readyz` answers 503 at once, so a load balancer or kubelet stops routing here;
  * 2. the front door stops accepting connections and, after {@link DRAIN_IDLE_GRACE_MS}, closes its idle
- *    keep-alive sockets (a request already on its way on one is served meanwhile);
+ *    keep-alive sockets (a request already on its way on one is served meanwhile), each waiting at most
+ *    {@link LINGER_MS} for the client to close its side;
  * 3. in-flight requests run to completion, answered with `Connection: close` where the response has not
  *    started (requests that arrive on an open keep-alive socket meanwhile are still served, also with
  *    `Connection: close`); each connection closes once its response has ended and the client has
@@ -314,7 +315,11 @@ interface TrackedConnections {
  *   released only when the client has closed its side too. Node would release it as soon as the bytes
  *   are handed to the kernel; a process (and container network namespace) that exits then can lose the
  *   tail of a response still sitting in the socket buffer on its way to a slow client;
- * - `server.close()`'s own closing of idle connections is replaced by the same graceful close;
+ * - `server.close()`'s own closing of idle connections is replaced by the same graceful close, which
+ *   lingers at most {@link LINGER_MS} for the client's side: an idle connection's last response ended
+ *   before the drain began, and a pooling client (urllib3, httpcore) reads an idle connection, and so
+ *   closes it, only when it next uses it (RFC 9112 §9.6: until the server is "reasonably certain" its
+ *   last response was received);
  * - a response that closes the connection while the client is still sending (the shim's refusal of a
  *   body it did not read: 401, 413, 408, 503, a parser error) closes it in the same stages, for at most
  *   {@link LINGER_MS}: a reset would lose that response for a client busy sending (RFC 9112 §9.6).
@@ -377,11 +382,14 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
     });
   };
   // While draining, idle connections are closed only once DRAIN_IDLE_GRACE_MS has passed (Node's
-  // `server.close()` calls this at once; it does nothing until then).
+  // `server.close()` calls this at once; it does nothing until then). Their staged close lingers at
+  // most LINGER_MS: an HTTP client's pool does not read a connection while it is idle (urllib3 under
+  // requests, httpcore under httpx), so its client closes its side only when it next takes the
+  // connection; waiting for that held every drain to SHUTDOWN_TIMEOUT_MS (docs/reliability.md fix 64).
   let idleGraceOver = false;
   server.closeIdleConnections = () => {
     if (draining() && !idleGraceOver) return;
-    for (const [socket, count] of busy) if (count === 0) closeGracefully(socket);
+    for (const [socket, count] of busy) if (count === 0) closeGracefully(socket, LINGER_MS);
   };
   return {
     track,
