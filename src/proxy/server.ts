@@ -119,6 +119,11 @@ function pipelineInOrder(handler: RequestListener): {
    * Called once per connection (the `clientError` handler ignores the errors that follow).
    */
   onParserError(socket: Duplex, respond: () => void): ParserErrorTurn;
+  /**
+   * The response of the request being handled on `socket` when its body has not all arrived and no
+   * other request of the connection waits: where the client's end of input (a FIN) mid-body lands.
+   */
+  cutShort(socket: Duplex): ServerResponse | undefined;
 } {
   const pipelines = new WeakMap<Duplex, Pipeline>();
   const open = (socket: Duplex) => !socket.destroyed && socket.writable;
@@ -178,6 +183,11 @@ function pipelineInOrder(handler: RequestListener): {
       // Every request before the error is served first (all but the broken one, for an error in a body).
       pipeline.failed = { respond, remaining: inBody ? unanswered.length - 1 : unanswered.length };
       return 'deferred';
+    },
+    cutShort(socket) {
+      const unanswered = pipelines.get(socket)?.unanswered;
+      const only = unanswered?.length === 1 ? unanswered[0] : undefined;
+      return only !== undefined && !only.req.complete ? only : undefined;
     },
   };
 }
@@ -251,6 +261,20 @@ export function createFrontServer(
     if (err.code === 'ECONNRESET') {
       socket.destroy();
       return;
+    }
+    if (err.code === 'HPE_INVALID_EOF_STATE' && !settled.has(socket)) {
+      const cut = pipeline.cutShort(socket);
+      if (cut !== undefined) {
+        // The client closed its side in the middle of the body of the request being handled: an
+        // aborted upload (Caddy and Go's transport pass their client's abort on as a FIN), not a
+        // malformed request — neither answered nor counted; the request's own log line says
+        // `aborted: true`, and its upstream request never gets the body's end. A response already
+        // whole (a refusal that left the body unread) still reaches a client that reads after its FIN.
+        settled.add(socket);
+        if (cut.writableEnded) closeInStages(socket);
+        else socket.destroy();
+        return;
+      }
     }
     // Already closing (a response that closes the connection is out, or an error was answered): what
     // the client still sends is read and dropped until the close, never answered with a reset.

@@ -133,6 +133,18 @@ export function createUpstreamAttempt(
       state.upstreamStartedAt = performance.now();
 
       const onTimeout = () => {
+        if (headReceived && res.writableNeedDrain) {
+          // The client has not taken what was written to it: backpressure paused the upstream's read,
+          // and the upstream socket is idle because of the client. The exchange is cut all the same
+          // (a slow reader holds an upstream connection), but it is no upstream failure: not counted in
+          // shim_upstream_errors_total, whose alert would send the on-call to a healthy upstream.
+          clearTimeout(headerTimer);
+          failed = true;
+          state.exchange.logFields.clientStalled = true;
+          upstreamReq.destroy();
+          res.destroy();
+          return;
+        }
         state.upstreamTimedOut = true;
         const err = upstreamError('upstream timed out', SHIM_TIMEOUT_CODE);
         upstreamReq.destroy(err);

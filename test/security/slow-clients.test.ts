@@ -263,6 +263,31 @@ describe.concurrent('slow read', () => {
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
     socket.destroy();
   });
+
+  // A slow reader is the client's doing, not the upstream's: counted as an upstream timeout, any
+  // client that stops reading for UPSTREAM_TIMEOUT_MS (a stalled mobile client behind a proxy with no
+  // send timeout, such as Caddy; an attacker with slowhttptest -X) raised the upstream-error alert
+  // while the upstream was healthy (found with Caddy in front, 2026-11-26; docs/reliability.md fix 69).
+  it('a client that never reads is not counted as an upstream failure', async ({ expect }) => {
+    const diagnostics = await startDebugUpstream();
+    servers.push(diagnostics.server);
+    const stack = await shortTimeoutStack({
+      UPSTREAM_URL: diagnostics.url,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
+    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
+    socket.pause();
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ aborted: true, clientStalled: true });
+    expect(line).not.toHaveProperty('upstreamError');
+    const { values } = await stack.metrics.upstreamErrors.get();
+    expect(values.filter((v) => v.value > 0)).toEqual([]);
+    socket.destroy();
+  });
 });
 
 describe.concurrent('idle keep-alive connections', () => {
