@@ -100,6 +100,8 @@ export function parseByteSize(text: string): number | undefined {
 
 /** Header field-name token (RFC 9110 §5.1). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Only the characters a URI may hold (RFC 3986 §2: unreserved, reserved and `%`). */
+const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 
 /** An ISO 8601 calendar date, `2026-01-31`. */
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -150,11 +152,19 @@ function isOrigin(text: string): boolean {
 export const DEFAULT_API_KEY_HEADER = 'x-api-key';
 
 const port = (fallback: number) =>
-  parsers
-    .str(String(fallback))
-    .pipe(
-      z.string().regex(/^\d+$/, 'must be a port number').transform(Number).pipe(z.number().int().max(65535)),
-    );
+  parsers.str(String(fallback)).pipe(
+    z
+      .string()
+      .regex(/^\d+$/, 'must be a port number')
+      .transform(Number)
+      // Every bound has its own message: zod's defaults ("Too big: expected int to be <=…") name no variable's rule.
+      .pipe(
+        z
+          .number()
+          .int({ error: 'must be a port number (0 to 65535)', abort: true })
+          .max(65535, 'must be a port number (0 to 65535)'),
+      ),
+  );
 
 /** An optional string (`undefined` when unset or empty): the one place where empty means unset. */
 const optionalStr = z
@@ -171,14 +181,18 @@ export const parsers = {
   /** A whole number of milliseconds, 1 to 2^31-1. */
   ms: (fallback: number) =>
     parsers.str(String(fallback)).pipe(
-      z.string().regex(/^\d+$/, 'must be a whole number of milliseconds').transform(Number).pipe(
-        z
-          .number()
-          .int()
-          // Node's timers hold at most 2^31 - 1 ms (about 24.8 days).
-          .min(1, 'must be at least 1 ms')
-          .max(2_147_483_647, 'must be at most 2147483647 ms (about 24.8 days)'),
-      ),
+      z
+        .string()
+        .regex(/^\d+$/, 'must be a whole number of milliseconds')
+        .transform(Number)
+        .pipe(
+          z
+            .number()
+            .int({ error: 'must be at most 2147483647 ms (about 24.8 days)', abort: true })
+            // Node's timers hold at most 2^31 - 1 ms (about 24.8 days).
+            .min(1, 'must be at least 1 ms')
+            .max(2_147_483_647, 'must be at most 2147483647 ms (about 24.8 days)'),
+        ),
     ),
   /** A positive whole number with an upper bound. */
   count: (fallback: number, max: number) =>
@@ -187,7 +201,13 @@ export const parsers = {
         .string()
         .regex(/^\d+$/, 'must be a whole number')
         .transform(Number)
-        .pipe(z.number().int().positive().max(max, `must be at most ${max}`)),
+        .pipe(
+          z
+            .number()
+            .int({ error: `must be at most ${max}`, abort: true })
+            .min(1, 'must be at least 1')
+            .max(max, `must be at most ${max}`),
+        ),
     ),
   /** A byte size, see {@link parseByteSize}. */
   byteSize: (fallback: string) =>
@@ -235,8 +255,19 @@ export const parsers = {
     }
     return new Date(ms);
   }),
-  /** An optional absolute URL. */
-  url: optionalStr.pipe(z.url({ error: 'must be an absolute URL' }).optional()),
+  /**
+   * An optional absolute URL, as a URI (RFC 3986) that can go into a header field such as `Link:
+   * <url>`: the value as written when it has only URI characters, else its WHATWG serialization, which
+   * percent-encodes the rest (RFC 3987 §3.1, IRI → URI). A URL as written with `€`, a space or `>` is
+   * a valid URL, yet it broke the header it went into (`€`: Node refuses the field, the response is lost).
+   * @example parsers.url.parse('https://docs.example/€') // → 'https://docs.example/%E2%82%AC'
+   */
+  url: optionalStr.pipe(
+    z
+      .url({ error: 'must be an absolute URL' })
+      .transform((v) => (URI_CHARACTERS.test(v) ? v : new URL(v).href))
+      .optional(),
+  ),
   /** A comma-separated list (entries trimmed, empty entries dropped) with a default. */
   list: (fallback: string) =>
     parsers.str(fallback).transform((v) =>
@@ -324,21 +355,31 @@ export const CORE_VARIABLES = {
   UPSTREAM_URL: {
     schema: parsers.optionalStr.transform((v, ctx) => {
       if (v === undefined) return undefined;
+      let u: URL | undefined;
       try {
-        const u = new URL(v);
-        if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
-        if (u.search || u.hash) throw new Error('query');
-        return u;
-      } catch {
+        u = new URL(v);
+      } catch {}
+      // A user name or password is never sent (the shim forwards the client's credentials, not its
+      // own), and the URL is logged at start: refused, and not echoed.
+      if (u?.username || u?.password || /\/\/[^/?#]*@/.test(v)) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'must not contain a user name or password (user:password@): the shim sends no credentials of its own upstream, and logs this URL',
+        });
+        return z.NEVER;
+      }
+      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash) {
         ctx.addIssue({
           code: 'custom',
           message: `must be an http(s) URL without query, such as http://127.0.0.1:3000 (got "${v}")`,
         });
         return z.NEVER;
       }
+      return u;
     }),
     meaning:
-      'The canonical backend, an `http:` or `https:` URL without query, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Required: unset is a configuration error (the shim fails closed), except in demo mode (`--demo`, what `npm start` runs), which starts the reference backend as a child process and says so in the start log and on `/readyz` ([operations](operations.md#demo-mode)).',
+      'The canonical backend, an `http:` or `https:` URL without query or credentials, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Required: unset is a configuration error (the shim fails closed), except in demo mode (`--demo`, what `npm start` runs), which starts the reference backend as a child process and says so in the start log and on `/readyz` ([operations](operations.md#demo-mode)).',
   },
   ADMIN_PORT: {
     schema: port(9090),

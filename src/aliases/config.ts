@@ -70,11 +70,12 @@ export const ALIAS_VARIABLES = {
   ALIAS_DOCS_URL: {
     schema: parsers.url,
     meaning:
-      'Absolute URL of the migration guide (`docs/migration-guide.md`): `Link: <url>; rel="deprecation"` (RFC 9745 §3), also named in brownout warnings.',
+      'Absolute URL of the migration guide (`docs/migration-guide.md`): `Link: <url>; rel="deprecation"` (RFC 9745 §3), also named in brownout warnings. Characters a URI cannot hold (non-ASCII, spaces, `<>"`) are sent percent-encoded.',
   },
   ALIAS_SUNSET_POLICY_URL: {
     schema: parsers.url,
-    meaning: 'Absolute URL of the sunset policy: `Link: <url>; rel="sunset"` (RFC 8594 §3).',
+    meaning:
+      'Absolute URL of the sunset policy: `Link: <url>; rel="sunset"` (RFC 8594 §3), percent-encoded as `ALIAS_DOCS_URL`.',
   },
   ALIAS_BROWNOUTS: {
     schema: parsers.optionalStr.transform((v, ctx) => {

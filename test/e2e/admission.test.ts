@@ -37,6 +37,14 @@ describe('admission matrix', () => {
     ['header name in other case', { 'SERVICE-CLIENT-VERSION': '0.59.0', cookie }, 200],
     ['prerelease version', { 'service-client-version': '1.0.0-rc.1', cookie }, 200],
     ['python dev version', { 'service-client-version': '0.59.0.dev20260101', cookie }, 200],
+    // SPEC §3 step 4, at the edges (docs/spec-conformance.md).
+    ['build metadata', { 'service-client-version': '0.59.0+build.7', cookie }, 200],
+    ['four-part version', { 'service-client-version': '0.59.0.1', cookie }, 426],
+    ['leading zero', { 'service-client-version': '0.059.0', cookie }, 426],
+    ['prerelease of MIN_CLIENT_VERSION', { 'service-client-version': '0.40.0-rc.1', cookie }, 426],
+    ['python dev release of MIN_CLIENT_VERSION', { 'service-client-version': '0.40.0.dev1', cookie }, 426],
+    ['MIN_CLIENT_VERSION itself', { 'service-client-version': '0.40.0', cookie }, 200],
+    ['two versions', { 'service-client-version': ['0.59.0', '0.59.0'], cookie }, 426],
   ])('%s → %i', async (_name, headers, status) => {
     const reply = await send(stack.url, 'GET', '/user/me', headers);
     expect(reply.status).toBe(status);

@@ -255,6 +255,53 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     expect(problems[0]).not.toContain('\n');
   });
 
+  it('refuses an UPSTREAM_URL with a user name or password, without echoing the password (fix 73)', () => {
+    // The shim never sent them (it forwards the client's credentials), and it logged the URL at start.
+    for (const url of [
+      'http://user:s3cret@backend:3000',
+      'http://user@backend:3000',
+      'http://:s3cret@b:99999',
+    ]) {
+      const problems = problemsOf({ UPSTREAM_URL: url });
+      expect(problems).toEqual([
+        expect.stringMatching(/^UPSTREAM_URL: must not contain a user name or password/),
+      ]);
+      expect(problems[0]).not.toContain('s3cret');
+    }
+    expect(loadConfig({ UPSTREAM_URL: 'http://backend:3000/api@v2' }).upstreamUrl?.host).toBe('backend:3000');
+  });
+
+  it('says what a numeric variable accepts, never in zod’s own words (fix 74)', () => {
+    // SPEC §2: one clear line per problem. Out of range or beyond 2^53 read "Too big: expected int to
+    // be <=9007199254740991" before.
+    for (const name of [
+      'PORT',
+      'ADMIN_PORT',
+      'BODY_TIMEOUT_MS',
+      'UPSTREAM_TIMEOUT_MS',
+      'SHUTDOWN_TIMEOUT_MS',
+    ]) {
+      for (const value of name.endsWith('PORT')
+        ? ['99999', '99999999999999999999']
+        : ['99999999999999999999']) {
+        const problems = problemsOf({ [name]: value }).filter((p) => p.startsWith(`${name}:`));
+        expect(problems, `${name}=${value}`).toHaveLength(1);
+        expect(problems[0]).not.toMatch(/Too big|Too small|expected/);
+      }
+    }
+    expect(problemsOf({ ADMIN_PORT: '65536' })).toEqual(['ADMIN_PORT: must be a port number (0 to 65535)']);
+  });
+
+  it('parsers.url gives a URI that fits a header field: as written, or percent-encoded (fix 72)', () => {
+    expect(parsers.url.parse('https://docs.example.com')).toBe('https://docs.example.com');
+    expect(parsers.url.parse('https://docs.example.com/a%20b?x=1#y')).toBe(
+      'https://docs.example.com/a%20b?x=1#y',
+    );
+    // An IRI, and characters a URI cannot hold: percent-encoded (RFC 3987 §3.1), as `new URL` serializes.
+    expect(parsers.url.parse('https://docs.example/€uro')).toBe('https://docs.example/%E2%82%ACuro');
+    expect(parsers.url.parse('https://docs.example/a b>c')).toBe('https://docs.example/a%20b%3Ec');
+  });
+
   it('reads CORS_ALLOWED_ORIGINS as a list of origins, none when unset', () => {
     expect(loadConfig({}).corsAllowedOrigins).toEqual([]);
     expect(
