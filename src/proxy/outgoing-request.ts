@@ -191,6 +191,8 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  * - A header whose name contains `_` is dropped ({@link isUnderscoredName}), unless named in
  *   `keepUnderscored`, and named in `underscored`.
  * - With `dropRange`: `Range` and `If-Range` dropped.
+ * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
+ *   upstream may send a body after the head; upstream-attempt.ts).
  *
  * @param client The client's head (see {@link ClientHead}).
  * @param options Forwarding-header mode, rewritten body length, Range dropping, the upstream's authority.
@@ -242,6 +244,8 @@ export function buildUpstreamHeaders(
     forwardedHost = undefined;
     invalidForwarded = [...(invalidForwarded ?? []), 'x-forwarded-host'];
   }
+  // A HEAD's connection is not reused (upstream-attempt.ts): the upstream is told so.
+  if (client.method === 'HEAD') out.push('Connection', 'close');
   const framing = requestFraming(client.method, client.headers, options.rewrittenLength);
   if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
   else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');

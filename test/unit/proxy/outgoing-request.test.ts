@@ -269,6 +269,19 @@ describe('buildUpstreamHeaders', () => {
     ])('isUnderscoredName(%j) → %j', (name, expected) => expect(isUnderscoredName(name)).toBe(expected));
   });
 
+  it('a HEAD goes as Connection: close (its connection is never reused); other methods carry none', () => {
+    expect(values(buildUpstreamHeaders(client({}, { method: 'HEAD' })).headers, 'connection')).toEqual([
+      'close',
+    ]);
+    expect(
+      values(
+        buildUpstreamHeaders(client({ connection: 'keep-alive' }, { method: 'HEAD' })).headers,
+        'connection',
+      ),
+    ).toEqual(['close']);
+    expect(values(buildUpstreamHeaders(client({})).headers, 'connection')).toEqual([]);
+  });
+
   describe("forwardedHeaders: 'replace' (a front door clients reach directly)", () => {
     const spoofed = {
       'x-forwarded-for': '6.6.6.6',
