@@ -4,14 +4,14 @@
  * A response to HEAD has no body (RFC 9110 §9.3.2, RFC 9112 §6.3), and Node's client reads none. But
  * gunicorn 20.1 (Debian 12's; the sync and gthread workers) writes whatever the WSGI application
  * returns, bounded by its `Content-Length`, after the head, in a write of its own — and applications
- * that do not strip it for HEAD (Django's do not; Flask's do) return the GET's body. When those bytes
- * arrive after the shim put the connection back in its pool and wrote the next request on it — another
- * client's — Node reads them as the start of that request's response. A body that is itself an HTTP
- * response (a stored file: an uploaded `.txt` whose content is `HTTP/1.1 200 OK …`) answers the other
- * client in place of its own response, and the real one goes to the next request after that. Measured
- * with gunicorn 20.1 (gthread, keep-alive 5 s) behind the bundle: two clients sending HEAD for such a
- * file, four clients sending GETs: 102 of 9,580 GETs in 10 s got the attacker's response, 139 more
- * got a 502.
+ * that do not strip it for HEAD (a bare WSGI application; Werkzeug/Flask strips it) return the GET's
+ * body. When those bytes arrive after the shim put the connection back in its pool and wrote the
+ * next request on it — another client's — Node reads them as the start of that request's response. A
+ * body that is itself an HTTP response (a stored file: an uploaded `.txt` whose content is
+ * `HTTP/1.1 200 OK …`) answers the other client in place of its own response, and the real one goes
+ * to the next request after that. Measured with gunicorn 20.1 (gthread, keep-alive 5 s) behind the
+ * bundle: two clients sending HEAD for such a file, four clients sending GETs: 102 of 9,580 GETs in
+ * 10 s got the attacker's response, 139 more got a 502.
  *
  * Defence (src/proxy/upstream-attempt.ts): a HEAD's upstream connection is never reused: it goes as
  * `Connection: close`, and Node closes it after the response whatever the upstream answers.
