@@ -56,6 +56,11 @@ export interface ForwarderOptions {
    * default) or replaced by this hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
    */
   forwardedHeaders: ForwardedHeaders;
+  /**
+   * Header names with `_` that go upstream all the same (the configured admission headers); every
+   * other client header with `_` in its name is dropped (outgoing-request.ts `isUnderscoredName`).
+   */
+  keepUnderscored?: ReadonlySet<string>;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /** A request body held for a rewrite must have arrived this many ms after the head (408). */
@@ -124,6 +129,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const {
     upstreamTimeoutMs,
     forwardedHeaders,
+    keepUnderscored,
     maxRewriteBody,
     bodyTimeoutMs,
     budget,
@@ -291,7 +297,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   /** Builds the upstream request's head and forwards the exchange. */
   const dispatch = (f: Forwarding): void => {
     const { req, state, body } = f;
-    const { headers, invalidForwarded } = buildUpstreamHeaders(
+    const { headers, invalidForwarded, underscored } = buildUpstreamHeaders(
       {
         method: req.method ?? 'GET',
         headers: req.headers,
@@ -303,10 +309,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
         dropRange: state.rangesRefused,
         upstreamHost,
+        ...(keepUnderscored !== undefined && { keepUnderscored }),
       },
     );
     // A forged X-Forwarded-Host or -Proto: dropped, and said in the request's log line.
     if (invalidForwarded !== undefined) state.exchange.logFields.invalidForwarded = invalidForwarded;
+    // Headers with `_` in their name, not forwarded: said in the log line (names only).
+    if (underscored !== undefined) state.exchange.logFields.underscoredHeaders = underscored;
     forward(f, upstreamTarget(pathPrefix, f.url), headers);
   };
 

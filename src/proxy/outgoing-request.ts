@@ -127,6 +127,32 @@ export interface UpstreamHeaderOptions {
    * §3.2; RFC 9110 §7.2: the target URI's authority).
    */
   readonly upstreamHost?: string;
+  /**
+   * Lower-cased header names with `_` forwarded all the same ({@link isUnderscoredName}): the headers
+   * the shim is configured to admit a request on (`API_KEY_HEADER`, `CLIENT_VERSION_HEADER`), which
+   * the upstream reads too.
+   */
+  readonly keepUnderscored?: ReadonlySet<string>;
+}
+
+/**
+ * Whether a header name contains `_`, which the shim does not forward (nginx's default,
+ * `underscores_in_headers off`; Apache httpd for CGI; gunicorn ≥ 22 `header_map=drop`). A valid token
+ * (RFC 9110 §5.1), but CGI-style servers (WSGI: gunicorn, uWSGI; PHP-FPM; Rack) name a header
+ * `HTTP_` + its name upper-cased with `-` turned into `_`, so `X_Forwarded_For` and `X-Forwarded-For`
+ * become one variable, which gunicorn 20.1 joins as `forged,this-hop`: the client's forwarding headers
+ * would reach the application although `FORWARDED_HEADERS=replace` drops them, and without the checks
+ * `X-Forwarded-Host` gets. gunicorn 20.1 also takes a header named `SCRIPT_NAME` as the CGI variable
+ * and strips it from the path: `GET /api/health` with `SCRIPT_NAME: /api` is routed as `/health`,
+ * a path the gates never judged (test/security/underscore-header-aliasing.test.ts).
+ * @param name A lower-cased header name, as Node's `IncomingMessage.headers` has it.
+ * @returns `true` for a name with `_`.
+ * @example
+ * isUnderscoredName('x_forwarded_for') // → true
+ * isUnderscoredName('x-forwarded-for') // → false
+ */
+export function isUnderscoredName(name: string): boolean {
+  return name.includes('_');
 }
 
 /** Headers the shim sets itself, whatever the client sent: framing, `Expect`, and this hop's `X-Forwarded-*`. */
@@ -162,13 +188,18 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  *   scheme it accepted, so any other value is a client's forgery (`evil.test/reset?to=x`,
  *   `https://evil.test/#`), which an upstream building links from the first value would echo: it is
  *   dropped, named in `invalidForwarded`, and the request goes on (the `Host` it carries was valid).
+ * - A header whose name contains `_` is dropped ({@link isUnderscoredName}), unless named in
+ *   `keepUnderscored`, and named in `underscored`.
  * - With `dropRange`: `Range` and `If-Range` dropped.
+ * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
+ *   upstream may send a body after the head; upstream-attempt.ts).
  *
  * @param client The client's head (see {@link ClientHead}).
  * @param options Forwarding-header mode, rewritten body length, Range dropping, the upstream's authority.
  * @returns `headers`, flat `[name, value, …]` for `http.request`; the `framing` they announce; and
  *   `invalidForwarded`, the client's forwarding headers dropped for an invalid value (lower-cased
- *   names; absent when none was).
+ *   names; absent when none was); `underscored`, the client's headers dropped for a `_` in their
+ *   name (lower-cased, absent when none was).
  * @example
  * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
  * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
@@ -176,11 +207,12 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
 export function buildUpstreamHeaders(
   client: ClientHead,
   options: UpstreamHeaderOptions = {},
-): { headers: string[]; framing: Framing; invalidForwarded?: string[] } {
+): { headers: string[]; framing: Framing; invalidForwarded?: string[]; underscored?: string[] } {
   const { headers } = client;
   const listed = connectionTokens(headers.connection);
   const replace = options.forwardedHeaders === 'replace';
   const out: string[] = [];
+  let underscored: string[] | undefined;
   if (headers.host === undefined && options.upstreamHost !== undefined)
     out.push('Host', options.upstreamHost);
   for (const name in headers) {
@@ -188,6 +220,11 @@ export function buildUpstreamHeaders(
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.dropRange && RANGE.has(name)) continue;
     if (replace && name === 'forwarded') continue;
+    if (isUnderscoredName(name) && !options.keepUnderscored?.has(name)) {
+      if (underscored === undefined) underscored = [name];
+      else underscored.push(name);
+      continue;
+    }
     const value = headers[name];
     if (typeof value === 'string') out.push(name, value);
     else if (value !== undefined) for (const v of value) out.push(name, v);
@@ -207,6 +244,8 @@ export function buildUpstreamHeaders(
     forwardedHost = undefined;
     invalidForwarded = [...(invalidForwarded ?? []), 'x-forwarded-host'];
   }
+  // A HEAD's connection is not reused (upstream-attempt.ts): the upstream is told so.
+  if (client.method === 'HEAD') out.push('Connection', 'close');
   const framing = requestFraming(client.method, client.headers, options.rewrittenLength);
   if (framing.kind === 'length') out.push('Content-Length', String(framing.length));
   else if (framing.kind === 'chunked') out.push('Transfer-Encoding', 'chunked');
@@ -214,9 +253,13 @@ export function buildUpstreamHeaders(
   pushJoined(out, 'X-Forwarded-Proto', forwardedProto, client.encrypted ? 'https' : 'http');
   const host = client.headers.host;
   pushJoined(out, 'X-Forwarded-Host', forwardedHost, typeof host === 'string' ? host : undefined);
-  return invalidForwarded === undefined
-    ? { headers: out, framing }
-    : { headers: out, framing, invalidForwarded };
+  if (invalidForwarded === undefined && underscored === undefined) return { headers: out, framing };
+  return {
+    headers: out,
+    framing,
+    ...(invalidForwarded !== undefined && { invalidForwarded }),
+    ...(underscored !== undefined && { underscored }),
+  };
 }
 
 /**

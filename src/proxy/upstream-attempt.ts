@@ -130,6 +130,14 @@ export function createUpstreamAttempt(
       const upstreamReq =
         attempt === 0 ? transport.request(options) : onNewConnection(agent, () => transport.request(options));
       current = upstreamReq;
+      // A HEAD's upstream connection is never reused (`Connection: close`, outgoing-request.ts; and
+      // Node closes the socket after the response whatever the upstream answers): an upstream that sends a body after a HEAD
+      // response, as gunicorn 20.1 does for any WSGI application that returns one (RFC 9110 §9.3.2
+      // forbids it), would have that body read as the response to the next request sent on the
+      // connection — another client's — when it arrives after the connection went back to the pool;
+      // a body that is itself an HTTP response (an uploaded file) answers that client instead
+      // (response queue poisoning; test/security/head-response-body-poisoning.test.ts).
+      if (req.method === 'HEAD') upstreamReq.shouldKeepAlive = false;
       state.upstreamStartedAt = performance.now();
 
       const onTimeout = () => {

@@ -8,6 +8,7 @@ import {
   buildUpstreamHeaders,
   type ClientHead,
   hasRequestBody,
+  isUnderscoredName,
   requestFraming,
   upstreamTarget,
 } from '../../../src/proxy/outgoing-request.ts';
@@ -231,6 +232,54 @@ describe('buildUpstreamHeaders', () => {
   it('passes Forwarded (RFC 7239) untouched in append mode', () => {
     const { headers } = buildUpstreamHeaders(client({ forwarded: 'for=1.1.1.1;proto=https' }));
     expect(values(headers, 'forwarded')).toEqual(['for=1.1.1.1;proto=https']);
+  });
+
+  describe('header names with `_` (aliases of `-` names for CGI-style upstreams)', () => {
+    it('drops them, in every forwarding mode, and names them', () => {
+      for (const forwardedHeaders of ['append', 'replace'] as const) {
+        const built = buildUpstreamHeaders(
+          client({ x_forwarded_for: '6.6.6.6', script_name: '/api', 'x-other': 'kept' }),
+          { forwardedHeaders },
+        );
+        expect(values(built.headers, 'x_forwarded_for')).toEqual([]);
+        expect(values(built.headers, 'script_name')).toEqual([]);
+        expect(values(built.headers, 'x-other')).toEqual(['kept']);
+        expect(values(built.headers, 'x-forwarded-for')).toEqual(['10.0.0.7']);
+        expect(built.underscored).toEqual(['x_forwarded_for', 'script_name']);
+      }
+    });
+
+    it('keeps those named in keepUnderscored (the configured admission headers)', () => {
+      const built = buildUpstreamHeaders(client({ x_api_key: 'k', x_other: 'o' }), {
+        keepUnderscored: new Set(['x_api_key']),
+      });
+      expect(values(built.headers, 'x_api_key')).toEqual(['k']);
+      expect(built.underscored).toEqual(['x_other']);
+    });
+
+    it('says nothing when none was sent', () => {
+      expect(buildUpstreamHeaders(client({ accept: '*/*' })).underscored).toBeUndefined();
+    });
+
+    it.each([
+      ['x_forwarded_for', true],
+      ['_', true],
+      ['x-forwarded-for', false],
+      ['x.y', false],
+    ])('isUnderscoredName(%j) → %j', (name, expected) => expect(isUnderscoredName(name)).toBe(expected));
+  });
+
+  it('a HEAD goes as Connection: close (its connection is never reused); other methods carry none', () => {
+    expect(values(buildUpstreamHeaders(client({}, { method: 'HEAD' })).headers, 'connection')).toEqual([
+      'close',
+    ]);
+    expect(
+      values(
+        buildUpstreamHeaders(client({ connection: 'keep-alive' }, { method: 'HEAD' })).headers,
+        'connection',
+      ),
+    ).toEqual(['close']);
+    expect(values(buildUpstreamHeaders(client({})).headers, 'connection')).toEqual([]);
   });
 
   describe("forwardedHeaders: 'replace' (a front door clients reach directly)", () => {
