@@ -137,8 +137,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
     forwardedHeaders: config.forwardedHeaders,
-    // The headers a request is admitted on go upstream even when their configured name has `_`.
-    keepUnderscored: new Set([config.apiKeyHeader, config.clientVersionHeader.toLowerCase()]),
+    // The headers a request is admitted on: forwarded, and their spellings with `_` for `-` are not.
+    admissionHeaders: new Set([config.apiKeyHeader, config.clientVersionHeader.toLowerCase()]),
     maxRewriteBody: config.maxRewriteBody,
     bodyTimeoutMs: config.bodyTimeoutMs,
     budget,

@@ -57,10 +57,11 @@ export interface ForwarderOptions {
    */
   forwardedHeaders: ForwardedHeaders;
   /**
-   * Header names with `_` that go upstream all the same (the configured admission headers); every
-   * other client header with `_` in its name is dropped (outgoing-request.ts `isUnderscoredName`).
+   * The configured admission headers' names, lower-cased (`API_KEY_HEADER`, `CLIENT_VERSION_HEADER`): a
+   * client header spelling one of them, or another header the shim owns, with `_` for `-` is not
+   * forwarded (outgoing-request.ts `isOwnedNameAlias`).
    */
-  keepUnderscored?: ReadonlySet<string>;
+  admissionHeaders?: ReadonlySet<string>;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /** A request body held for a rewrite must have arrived this many ms after the head (408). */
@@ -129,7 +130,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const {
     upstreamTimeoutMs,
     forwardedHeaders,
-    keepUnderscored,
+    admissionHeaders,
     maxRewriteBody,
     bodyTimeoutMs,
     budget,
@@ -309,12 +310,12 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
         dropRange: state.rangesRefused,
         upstreamHost,
-        ...(keepUnderscored !== undefined && { keepUnderscored }),
+        ...(admissionHeaders !== undefined && { admissionHeaders }),
       },
     );
     // A forged X-Forwarded-Host or -Proto: dropped, and said in the request's log line.
     if (invalidForwarded !== undefined) state.exchange.logFields.invalidForwarded = invalidForwarded;
-    // Headers with `_` in their name, not forwarded: said in the log line (names only).
+    // Other spellings (`_` for `-`) of headers the shim owns, not forwarded: said in the log line (names only).
     if (underscored !== undefined) state.exchange.logFields.underscoredHeaders = underscored;
     forward(f, upstreamTarget(pathPrefix, f.url), headers);
   };

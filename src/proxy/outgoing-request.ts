@@ -128,31 +128,10 @@ export interface UpstreamHeaderOptions {
    */
   readonly upstreamHost?: string;
   /**
-   * Lower-cased header names with `_` forwarded all the same ({@link isUnderscoredName}): the headers
-   * the shim is configured to admit a request on (`API_KEY_HEADER`, `CLIENT_VERSION_HEADER`), which
-   * the upstream reads too.
+   * The headers the shim admits a request on (`API_KEY_HEADER`, `CLIENT_VERSION_HEADER`), lower-cased
+   * as configured: never dropped, and their spellings with `_` for `-` are ({@link isOwnedNameAlias}).
    */
-  readonly keepUnderscored?: ReadonlySet<string>;
-}
-
-/**
- * Whether a header name contains `_`, which the shim does not forward (nginx's default,
- * `underscores_in_headers off`; Apache httpd for CGI; gunicorn ≥ 22 `header_map=drop`). A valid token
- * (RFC 9110 §5.1), but CGI-style servers (WSGI: gunicorn, uWSGI; PHP-FPM; Rack) name a header
- * `HTTP_` + its name upper-cased with `-` turned into `_`, so `X_Forwarded_For` and `X-Forwarded-For`
- * become one variable, which gunicorn 20.1 joins as `forged,this-hop`: the client's forwarding headers
- * would reach the application although `FORWARDED_HEADERS=replace` drops them, and without the checks
- * `X-Forwarded-Host` gets. gunicorn 20.1 also takes a header named `SCRIPT_NAME` as the CGI variable
- * and strips it from the path: `GET /api/health` with `SCRIPT_NAME: /api` is routed as `/health`,
- * a path the gates never judged (test/security/underscore-header-aliasing.test.ts).
- * @param name A lower-cased header name, as Node's `IncomingMessage.headers` has it.
- * @returns `true` for a name with `_`.
- * @example
- * isUnderscoredName('x_forwarded_for') // → true
- * isUnderscoredName('x-forwarded-for') // → false
- */
-export function isUnderscoredName(name: string): boolean {
-  return name.includes('_');
+  readonly admissionHeaders?: ReadonlySet<string>;
 }
 
 /** Headers the shim sets itself, whatever the client sent: framing, `Expect`, and this hop's `X-Forwarded-*`. */
@@ -167,6 +146,57 @@ const REPLACED: ReadonlySet<string> = new Set([
 const RANGE: ReadonlySet<string> = new Set(['range', 'if-range']);
 /** Never dropped because `Connection` names it: the upstream needs it (SPEC §4 "the client's Host is kept"). */
 const KEPT: ReadonlySet<string> = new Set(['host']);
+
+/**
+ * CGI meta-variables (RFC 3875 §4.1) whose names are valid header names. gunicorn before 22 takes a
+ * header named `SCRIPT_NAME` as the variable and strips it from the path: `GET /api/health` (public)
+ * with `SCRIPT_NAME: /api` reaches the application as `/health`, a path the gates never judged.
+ */
+const CGI_META_VARIABLES: ReadonlySet<string> = new Set([
+  'auth_type',
+  'content_length',
+  'content_type',
+  'gateway_interface',
+  'path_info',
+  'path_translated',
+  'query_string',
+  'remote_addr',
+  'remote_host',
+  'remote_ident',
+  'remote_user',
+  'request_method',
+  'script_name',
+  'server_name',
+  'server_port',
+  'server_protocol',
+  'server_software',
+]);
+
+/**
+ * Whether a client header name, with `_` in it, is another spelling of a header the shim sets, strips or
+ * admits a request on, or a CGI meta-variable ({@link CGI_META_VARIABLES}) — such a header is not
+ * forwarded. A name with `_` is a valid token (RFC 9110 §5.1) and a field of its own for the shim, but
+ * CGI-style servers (WSGI: gunicorn, uWSGI; PHP-FPM; Rack) hand headers to the application as
+ * `HTTP_` + the name upper-cased with `-` turned into `_` (RFC 3875 §4.1.18), so `X_Forwarded_For` and
+ * `X-Forwarded-For` become one variable, which gunicorn 20.1 joins as `forged,this-hop`: the client's
+ * forwarding header reaches the application although `FORWARDED_HEADERS=replace` drops it, and without
+ * the check `X-Forwarded-Host` gets. Every other header with `_` goes upstream unchanged (SPEC §4);
+ * nginx drops all of them by default (`underscores_in_headers off`), gunicorn ≥ 22 too (`header_map`).
+ * @param name A lower-cased header name, as Node's `IncomingMessage.headers` has it.
+ * @param admission The admission headers' names, lower-cased (see {@link UpstreamHeaderOptions.admissionHeaders}).
+ * @returns `true` when the header must not be forwarded.
+ * @example
+ * isOwnedNameAlias('x_forwarded_for') // → true
+ * isOwnedNameAlias('script_name') // → true
+ * isOwnedNameAlias('x_request_id') // → false (forwarded)
+ * isOwnedNameAlias('x-forwarded-for') // → false (no `_`: handled as itself)
+ */
+export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>): boolean {
+  if (!name.includes('_') || admission?.has(name)) return false;
+  if (CGI_META_VARIABLES.has(name)) return true;
+  const dashed = name.replaceAll('_', '-');
+  return REPLACED.has(dashed) || HOP_BY_HOP.has(dashed) || (admission?.has(dashed) ?? false);
+}
 
 /**
  * The upstream request's headers and framing, from the client's (SPEC §4; RFC 9110 §7.6.1, RFC 9112 §6).
@@ -188,8 +218,8 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  *   scheme it accepted, so any other value is a client's forgery (`evil.test/reset?to=x`,
  *   `https://evil.test/#`), which an upstream building links from the first value would echo: it is
  *   dropped, named in `invalidForwarded`, and the request goes on (the `Host` it carries was valid).
- * - A header whose name contains `_` is dropped ({@link isUnderscoredName}), unless named in
- *   `keepUnderscored`, and named in `underscored`.
+ * - A header whose name with `_` spells a header the shim sets, strips or admits on, or a CGI
+ *   meta-variable, is dropped and named in `underscored` ({@link isOwnedNameAlias}).
  * - With `dropRange`: `Range` and `If-Range` dropped.
  * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
  *   upstream may send a body after the head; upstream-attempt.ts).
@@ -198,8 +228,8 @@ const KEPT: ReadonlySet<string> = new Set(['host']);
  * @param options Forwarding-header mode, rewritten body length, Range dropping, the upstream's authority.
  * @returns `headers`, flat `[name, value, …]` for `http.request`; the `framing` they announce; and
  *   `invalidForwarded`, the client's forwarding headers dropped for an invalid value (lower-cased
- *   names; absent when none was); `underscored`, the client's headers dropped for a `_` in their
- *   name (lower-cased, absent when none was).
+ *   names; absent when none was); `underscored`, the client's headers dropped by
+ *   {@link isOwnedNameAlias} (lower-cased, absent when none was).
  * @example
  * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
  * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
@@ -220,7 +250,7 @@ export function buildUpstreamHeaders(
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.dropRange && RANGE.has(name)) continue;
     if (replace && name === 'forwarded') continue;
-    if (isUnderscoredName(name) && !options.keepUnderscored?.has(name)) {
+    if (isOwnedNameAlias(name, options.admissionHeaders)) {
       if (underscored === undefined) underscored = [name];
       else underscored.push(name);
       continue;

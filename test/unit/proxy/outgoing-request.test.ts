@@ -8,7 +8,7 @@ import {
   buildUpstreamHeaders,
   type ClientHead,
   hasRequestBody,
-  isUnderscoredName,
+  isOwnedNameAlias,
   requestFraming,
   upstreamTarget,
 } from '../../../src/proxy/outgoing-request.ts';
@@ -234,39 +234,62 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'forwarded')).toEqual(['for=1.1.1.1;proto=https']);
   });
 
-  describe('header names with `_` (aliases of `-` names for CGI-style upstreams)', () => {
-    it('drops them, in every forwarding mode, and names them', () => {
+  describe('header names with `_` for `-` (one variable to CGI-style upstreams: RFC 3875 §4.1.18)', () => {
+    it('drops the spellings of headers the shim owns and CGI meta-variables, in every forwarding mode, and names them', () => {
       for (const forwardedHeaders of ['append', 'replace'] as const) {
         const built = buildUpstreamHeaders(
-          client({ x_forwarded_for: '6.6.6.6', script_name: '/api', 'x-other': 'kept' }),
+          client({
+            x_forwarded_for: '6.6.6.6',
+            x_forwarded_host: 'evil.test',
+            transfer_encoding: 'chunked',
+            script_name: '/api',
+            'x-other': 'kept',
+          }),
           { forwardedHeaders },
         );
-        expect(values(built.headers, 'x_forwarded_for')).toEqual([]);
-        expect(values(built.headers, 'script_name')).toEqual([]);
+        for (const name of ['x_forwarded_for', 'x_forwarded_host', 'transfer_encoding', 'script_name'])
+          expect(values(built.headers, name)).toEqual([]);
         expect(values(built.headers, 'x-other')).toEqual(['kept']);
         expect(values(built.headers, 'x-forwarded-for')).toEqual(['10.0.0.7']);
-        expect(built.underscored).toEqual(['x_forwarded_for', 'script_name']);
+        expect(built.underscored).toEqual([
+          'x_forwarded_for',
+          'x_forwarded_host',
+          'transfer_encoding',
+          'script_name',
+        ]);
       }
     });
 
-    it('keeps those named in keepUnderscored (the configured admission headers)', () => {
-      const built = buildUpstreamHeaders(client({ x_api_key: 'k', x_other: 'o' }), {
-        keepUnderscored: new Set(['x_api_key']),
-      });
+    it('forwards every other header with `_` unchanged (SPEC §4), the admission headers as configured', () => {
+      const built = buildUpstreamHeaders(
+        client({ x_api_key: 'k', 'client-version': '1.0.0', client_version: 'forged', x_request_id: 'r1' }),
+        { admissionHeaders: new Set(['x_api_key', 'client-version']) },
+      );
       expect(values(built.headers, 'x_api_key')).toEqual(['k']);
-      expect(built.underscored).toEqual(['x_other']);
+      expect(values(built.headers, 'x_request_id')).toEqual(['r1']);
+      expect(values(built.headers, 'client_version')).toEqual([]);
+      expect(built.underscored).toEqual(['client_version']);
     });
 
-    it('says nothing when none was sent', () => {
-      expect(buildUpstreamHeaders(client({ accept: '*/*' })).underscored).toBeUndefined();
+    it('says nothing when none was dropped', () => {
+      expect(buildUpstreamHeaders(client({ accept: '*/*', x_custom: '1' })).underscored).toBeUndefined();
     });
 
     it.each([
-      ['x_forwarded_for', true],
-      ['_', true],
-      ['x-forwarded-for', false],
-      ['x.y', false],
-    ])('isUnderscoredName(%j) → %j', (name, expected) => expect(isUnderscoredName(name)).toBe(expected));
+      ['x_forwarded_for', undefined, true],
+      ['proxy_authorization', undefined, true],
+      ['content_length', undefined, true],
+      ['script_name', undefined, true],
+      ['path_info', undefined, true],
+      ['x_api_key', new Set(['x-api-key']), true],
+      ['x_api_key', new Set(['x_api_key']), false],
+      ['x_api_key', undefined, false],
+      ['x_request_id', undefined, false],
+      ['_', undefined, false],
+      ['x-forwarded-for', undefined, false],
+    ])('isOwnedNameAlias(%j, %j) → %j', (name, admission, expected) =>
+      expect(isOwnedNameAlias(name, admission)).toBe(expected),
+    );
   });
 
   it('a HEAD goes as Connection: close (its connection is never reused); other methods carry none', () => {
