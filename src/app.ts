@@ -192,9 +192,12 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     const res = response as express.Response;
     app(req, res, (err?: unknown) => unrouted(req, res, err));
   };
+  // At info, like the pipeline's own refusals of a client's mistake (hygiene 400, 426, 401, 501): any
+  // client or scanner can send malformed heads at will, and must not raise warn/error (nginx logs
+  // "client sent invalid request" at info too). docs/operations.md "Logs".
   const onServerRejection = (reason: ServerRejection, status: number) => {
     metrics.rejections.inc({ reason });
-    logger.warn({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
+    logger.info({ rejection: reason, res: { statusCode: status } }, 'request refused by the HTTP server');
   };
   const adminRoutes = plugins.flatMap((plugin) => plugin.adminRoutes ?? []);
   return { app: handle, forwarder, serviceVersion, onServerRejection, ownHeaders, adminRoutes };

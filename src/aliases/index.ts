@@ -18,12 +18,32 @@ import { createAliasMetrics, TOP_CONSUMER_SERIES } from './metrics.ts';
 import { createJsonPatch } from './patch-json.ts';
 import { rewriteBody } from './rewrite-body.ts';
 import { rewriteQuery } from './rewrite-query.ts';
-import { type AliasRoute, compileRoutes } from './route-match.ts';
+import { compileRoutes } from './route-match.ts';
 import { ALIAS_TABLE, type AliasRename, type AliasRow, responsePairs } from './table.ts';
 import { usageRoutes } from './usage-routes.ts';
 import { UsageTable } from './usage-table.ts';
 import { revalidatesUnpatched } from './validators.ts';
 import { wantsAliases } from './version-gate.ts';
+
+/** The `route` label of the brownout counters: `METHOD /pattern` of the alias table, e.g. `GET /files`. */
+function brownoutRouteLabel(route: { method: string; path: string }): string {
+  return `${route.method} ${route.path}`;
+}
+
+/**
+ * Every `route` label the brownout counters can take: the table's request routes (as compileRoutes
+ * groups them: method upper-cased, one per method and path).
+ * @param table Alias rows.
+ */
+function requestRouteLabels(table: readonly AliasRow[]): string[] {
+  const labels = new Map<string, string>();
+  for (const { method, path } of table) {
+    if (method === undefined || path === undefined) continue;
+    const id = `${method.toUpperCase()} ${path.toLowerCase()}`;
+    if (!labels.has(id)) labels.set(id, brownoutRouteLabel({ method: method.toUpperCase(), path }));
+  }
+  return [...labels.values()];
+}
 
 /**
  * Creates the alias layer.
@@ -88,7 +108,11 @@ export function createAliasLayer(
   const maxValueBytes = settings.maxPatchValue;
   const now = context.now ?? Date.now;
   const usage = new UsageTable(settings.consumerTableSize);
-  const metrics = createAliasMetrics(context.registry, () => usage.top(TOP_CONSUMER_SERIES));
+  const metrics = createAliasMetrics(
+    context.registry,
+    () => usage.top(TOP_CONSUMER_SERIES),
+    requestRouteLabels(table),
+  );
   const signals = deprecationHeaders(settings);
   const consumerRules = {
     apiKeyHeader: context.credentials?.apiKeyHeader ?? DEFAULT_API_KEY_HEADER,
@@ -111,8 +135,6 @@ export function createAliasLayer(
       ? 'alias layer on for clients below the sunset version'
       : 'alias layer off (ALIASES=off)',
   );
-
-  const routeLabel = (route: AliasRoute) => `${route.method} ${route.path}`;
 
   /** Who: the request's consumer id, set as its log field at once (it describes this request). */
   const identify = (exchange: Exchange): string => {
@@ -155,7 +177,7 @@ export function createAliasLayer(
     exchange.logFields.brownout = true;
     if (used.length > 0) exchange.logFields.aliases = [...used];
     const consumer = identify(exchange);
-    const label = routeLabel(route);
+    const label = brownoutRouteLabel(route);
     return {
       // Counted only once the upstream's answer shows it did not refuse the credentials. An observer
       // (`onStatus`), not a patcher: as without the layer, the client's Range goes upstream.

@@ -46,11 +46,15 @@ export interface AliasMetrics {
  * @param topConsumers Called at each scrape: the heaviest consumers (at most {@link TOP_CONSUMER_SERIES}
  *   are exported as `shim_alias_consumers{consumer}`, their aliased requests since the usage table was
  *   last reset; ids are sanitised and never credentials).
+ * @param brownoutRoutes The alias table's request routes (`METHOD /pattern`): both brownout counters
+ *   start at 0 for each, so that `increase()` over them reads 0, not "no data", and sees a first
+ *   brownout after a restart (a series that first appears with 1 hides that increase from Prometheus).
  * @throws {Error} from prom-client when the registry already holds a metric of that name.
  */
 export function createAliasMetrics(
   registry: Registry,
   topConsumers: () => ReadonlyArray<{ consumer: string; count: number }> = () => [],
+  brownoutRoutes: readonly string[] = [],
 ): AliasMetrics {
   const uses = new Counter({
     name: ALIAS_USES_METRIC,
@@ -70,6 +74,10 @@ export function createAliasMetrics(
     labelNames: ['route'] as const,
     registers: [registry],
   });
+  for (const route of brownoutRoutes) {
+    brownoutRequests.inc({ route }, 0);
+    brownoutRefusals.inc({ route }, 0);
+  }
   new Gauge({
     name: ALIAS_CONSUMERS_METRIC,
     help: `Aliased requests of the ${TOP_CONSUMER_SERIES} heaviest consumers since the usage table was reset (GET /aliases/usage on the admin listener has the rest).`,

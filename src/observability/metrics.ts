@@ -4,6 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { RejectionReason } from '../proxy/errors.ts';
+import type { UnpatchedReason } from '../proxy/types.ts';
+import type { UpstreamErrorKind } from '../proxy/upstream-error.ts';
 
 /** The core metric set, registered on one registry. */
 export interface CoreMetrics {
@@ -28,6 +31,59 @@ export interface CoreMetrics {
   readonly patchesSkipped: Counter<'reason'>;
 }
 
+/**
+ * Every value of the bounded enum labels, each key once (the `Record` makes the compiler check that
+ * none is missing): `shim_upstream_errors_total{kind}`, `shim_rejections_total{reason}` (the upstream
+ * failures are counted by kind, not there) and `shim_response_patches_skipped_total{reason}`.
+ */
+const UPSTREAM_ERROR_KINDS: Readonly<Record<UpstreamErrorKind, true>> = {
+  refused: true,
+  reset: true,
+  timeout: true,
+  invalid: true,
+};
+const REJECTION_REASONS: Readonly<Record<Exclude<RejectionReason, `upstream_${string}`>, true>> = {
+  hygiene: true,
+  expectation: true,
+  upgrade: true,
+  malformed: true,
+  header_size: true,
+  request_timeout: true,
+  version: true,
+  credentials: true,
+  size: true,
+  body: true,
+  encoding: true,
+  buffer_budget: true,
+  body_timeout: true,
+};
+const UNPATCHED_REASONS: Readonly<Record<UnpatchedReason, true>> = {
+  invalid_json: true,
+  too_deep: true,
+  value_too_large: true,
+  budget_exhausted: true,
+  scanner_failed: true,
+  unsupported_encoding: true,
+};
+
+/**
+ * Creates the series of every label value at 0, so that they exist from the first scrape. Prometheus'
+ * `rate()` and `increase()` need two samples of a series: a series that first appears with the value
+ * 1 (or 5, after a burst) hides that first increase, so an alert on "upstream errors rising" missed the
+ * first errors of every new process (prometheus.io/docs/practices/instrumentation, "Avoid missing
+ * metrics"). Only for labels whose values are all known in advance.
+ * @param counter A counter with one label.
+ * @param label Its name.
+ * @param values Every value the label takes.
+ */
+export function startAtZero<L extends string>(
+  counter: Counter<L>,
+  label: L,
+  values: Readonly<Record<string, true>>,
+): void {
+  for (const value of Object.keys(values)) counter.inc({ [label]: value } as Record<L, string>, 0);
+}
+
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
@@ -46,9 +102,33 @@ export function createMetrics(withProcessMetrics = true): CoreMetrics {
     buckets: BUCKETS,
     registers,
   });
+  const upstreamErrors = new Counter({
+    name: 'shim_upstream_errors_total',
+    help: 'Upstream failures by kind (refused, reset, timeout, invalid).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const rejections = new Counter({
+    name: 'shim_rejections_total',
+    help: 'Responses the shim made itself, by reason.',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  const patchesSkipped = new Counter({
+    name: 'shim_response_patches_skipped_total',
+    help: 'Responses a patcher asked for but that were forwarded unpatched, by reason.',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  startAtZero(upstreamErrors, 'kind', UPSTREAM_ERROR_KINDS);
+  startAtZero(rejections, 'reason', REJECTION_REASONS);
+  startAtZero(patchesSkipped, 'reason', UNPATCHED_REASONS);
   return {
     registry,
     routes,
+    upstreamErrors,
+    rejections,
+    patchesSkipped,
     upstreamDuration: {
       observe: (labels, seconds) => upstreamDuration.observe({ route: routes.known(labels.route) }, seconds),
     },
@@ -63,24 +143,6 @@ export function createMetrics(withProcessMetrics = true): CoreMetrics {
       help: 'Time from request to the end of the response, in seconds.',
       labelNames: ['route'] as const,
       buckets: BUCKETS,
-      registers,
-    }),
-    upstreamErrors: new Counter({
-      name: 'shim_upstream_errors_total',
-      help: 'Upstream failures by kind (refused, reset, timeout, invalid).',
-      labelNames: ['kind'] as const,
-      registers,
-    }),
-    rejections: new Counter({
-      name: 'shim_rejections_total',
-      help: 'Responses the shim made itself, by reason.',
-      labelNames: ['reason'] as const,
-      registers,
-    }),
-    patchesSkipped: new Counter({
-      name: 'shim_response_patches_skipped_total',
-      help: 'Responses a patcher asked for but that were forwarded unpatched, by reason.',
-      labelNames: ['reason'] as const,
       registers,
     }),
   };

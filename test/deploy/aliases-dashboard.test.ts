@@ -40,4 +40,13 @@ describe('the alias layer row of deploy/grafana/compat-shim.json', () => {
       for (const t of panel.targets ?? []) expect(t.expr, panel.title).not.toContain('shim_alias_');
     }
   });
+
+  it('draws the 30-day trend as 0, not as no data, for a direction nobody used (the switch-off signal)', () => {
+    // Without alias uses in 30 days (or on replicas started since) shim_alias_uses_total has no series,
+    // and sum(increase(…)) returns nothing: the panel showed "No data" exactly when the answer is 0.
+    const trend = aliasRow().find((p) => p.title.startsWith('Alias uses over 30 days'));
+    const expr = trend?.targets?.[0]?.expr ?? '';
+    for (const direction of ['request', 'response'])
+      expect(expr).toContain(`or label_replace(vector(0), "direction", "${direction}", "", "")`);
+  });
 });

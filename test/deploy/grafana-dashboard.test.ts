@@ -1,6 +1,6 @@
 /**
  * deploy/grafana/compat-shim.json cannot drift from the code (issue 11 item 5): every panel's PromQL
- * names only metrics the shim exports, as built in-process with the registered plugins. Survives the
+ * names only metrics (and labels of theirs) the shim exports, as built in-process with the registered plugins. Survives the
  * removal of a plugin: the plugin's dashboard row goes with it (docs/removing-the-alias-layer.md).
  */
 import { readFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createShim, PLUGINS } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
+import { metricNames, unknownNames } from '../helpers/promql.ts';
 
 interface Panel {
   type: string;
@@ -28,11 +29,6 @@ const shim = createShim(loadConfig({ UPSTREAM_URL: 'http://127.0.0.1:9' }, PLUGI
 });
 afterAll(() => shim.forwarder.agent.destroy());
 
-/** Metric names in a PromQL expression (histogram series suffixes stripped). */
-function metricNames(expr: string): string[] {
-  return [...expr.matchAll(/\b(shim_[a-z0-9_]+)\b/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ''));
-}
-
 describe('deploy/grafana/compat-shim.json', () => {
   const panels = dashboard.panels.filter((p) => p.type !== 'row');
 
@@ -51,6 +47,12 @@ describe('deploy/grafana/compat-shim.json', () => {
         for (const name of names) expect(exported, `${panel.title}: ${name}`).toContain(name);
       }
     }
+  });
+
+  it('names in every panel query only labels those metrics have', () => {
+    for (const panel of panels)
+      for (const { expr } of panel.targets!)
+        expect(unknownNames(expr, metrics.registry), `${panel.title}: ${expr}`).toEqual([]);
   });
 
   it('would notice a metric the shim does not export', () => {

@@ -18,4 +18,14 @@ describe('createAliasMetrics', () => {
     expect(clientLabel(new SemVer(`0.${MAX_CLIENT_LABELS}.0`))).toBe('other');
     expect(clientLabel(new SemVer('0.1.7'))).toBe('0.1');
   });
+
+  it('starts the brownout counters at 0 for the routes it is given', async () => {
+    const registry = new Registry();
+    createAliasMetrics(registry, () => [], ['GET /files', 'POST /missions']);
+    const text = await registry.metrics();
+    for (const name of ['shim_alias_brownout_requests_total', 'shim_alias_brownout_refusals_total']) {
+      expect(text).toContain(`${name}{route="GET /files"} 0\n`);
+      expect(text).toContain(`${name}{route="POST /missions"} 0\n`);
+    }
+  });
 });

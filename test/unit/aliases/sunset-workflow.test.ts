@@ -83,9 +83,24 @@ function setup(overrides: Partial<AliasSettings> = {}) {
     void route('DELETE').handle({} as IncomingMessage, res);
     return status;
   };
+  /** The series of a metric that counted something (the brownout counters start every route at 0). */
   const metric = async (name: string) =>
-    (await registry.getSingleMetric(name)!.get()).values.map((v) => [v.labels, v.value]);
-  return { plugin, exchangeOf, usage, reset, metric, setClock: (iso: string) => (clock = Date.parse(iso)) };
+    (await registry.getSingleMetric(name)!.get()).values
+      .filter((v) => v.value !== 0)
+      .map((v) => [v.labels, v.value]);
+  const zeros = async (name: string) =>
+    (await registry.getSingleMetric(name)!.get()).values
+      .filter((v) => v.value === 0)
+      .map((v) => v.labels.route);
+  return {
+    plugin,
+    exchangeOf,
+    usage,
+    reset,
+    metric,
+    zeros,
+    setClock: (iso: string) => (clock = Date.parse(iso)),
+  };
 }
 
 /** Sends a legacy request through the hooks the plugin returns, as the core would. */
@@ -223,6 +238,20 @@ describe('brownouts', () => {
     expect(usage().consumers).toEqual([]);
     expect(await metric('shim_alias_brownout_requests_total')).toEqual([[{ route: 'POST /missions' }, 1]]);
     expect(await metric('shim_alias_brownout_refusals_total')).toEqual([[{ route: 'POST /missions' }, 1]]);
+  });
+
+  it('start both counters at 0 for every route of the table, before any brownout (increase() reads 0, not no data)', async () => {
+    const { zeros } = setup({ brownouts: BROWNOUTS });
+    const routes = [
+      'POST /missions',
+      'POST /missions/:uuid/metadata',
+      'POST /projects',
+      'GET /files',
+      'PUT /projects/:uuid/metadata-types',
+      'POST /projects/:uuid/metadata-types',
+    ];
+    expect((await zeros('shim_alias_brownout_requests_total')).sort()).toEqual([...routes].sort());
+    expect((await zeros('shim_alias_brownout_refusals_total')).sort()).toEqual([...routes].sort());
   });
 
   it('count a request only once the upstream answered it, and not a 401, 403 or 5xx (usage poisoning)', async () => {

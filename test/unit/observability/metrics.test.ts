@@ -64,4 +64,50 @@ describe('createMetrics', () => {
     other.routes.label('/learned', { status: 200, rejected: false }, () => 'key:k');
     expect(m.routes.known('/learned')).toBe('other');
   });
+
+  it('exports every value of its enum labels at 0 before the first event (rate() needs a prior sample)', async () => {
+    // A series that first appears with 1 has no earlier sample: Prometheus' rate() and increase() miss
+    // that first increase (checked with Prometheus 2.42: 5 refused upstream requests in the first
+    // scrape of a new process read increase() = 3.2, one 426 read 0).
+    const text = await createMetrics(false).registry.metrics();
+    const zero = (name: string, label: string, values: string[]) => {
+      for (const value of values) expect(text).toContain(`${name}{${label}="${value}"} 0\n`);
+      expect(text.match(new RegExp(`^${name}\\{`, 'gm'))).toHaveLength(values.length);
+    };
+    zero('shim_upstream_errors_total', 'kind', ['refused', 'reset', 'timeout', 'invalid']);
+    zero('shim_rejections_total', 'reason', [
+      'hygiene',
+      'expectation',
+      'upgrade',
+      'malformed',
+      'header_size',
+      'request_timeout',
+      'version',
+      'credentials',
+      'size',
+      'body',
+      'encoding',
+      'buffer_budget',
+      'body_timeout',
+    ]);
+    zero('shim_response_patches_skipped_total', 'reason', [
+      'invalid_json',
+      'too_deep',
+      'value_too_large',
+      'budget_exhausted',
+      'scanner_failed',
+      'unsupported_encoding',
+    ]);
+    // Labels with values not known in advance get no series until they are used.
+    expect(text).not.toMatch(/^shim_requests_total\{/m);
+  });
+
+  it('counts from 0 once a series was started at 0', async () => {
+    const m = createMetrics(false);
+    m.upstreamErrors.inc({ kind: 'refused' });
+    m.rejections.inc({ reason: 'version' });
+    const text = await m.registry.metrics();
+    expect(text).toContain('shim_upstream_errors_total{kind="refused"} 1\n');
+    expect(text).toContain('shim_rejections_total{reason="version"} 1\n');
+  });
 });
