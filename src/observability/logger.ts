@@ -149,9 +149,14 @@ function stdoutPerTurn(): DestinationStream {
   };
   process.once('exit', () => {
     try {
+      // `flush` first: in sync mode it writes at once, and a reader gone (EPIPE) is an 'error' on which
+      // pino makes `flushSync` (and `write`) a no-op. sonic-boom's `flushSync` retries every write error
+      // but EAGAIN, forever (4.2.1): called first on a broken stdout, it held the exiting process
+      // in a loop that only SIGKILL ended (docs/reliability.md fix 82).
+      stdout.flush();
       stdout.flushSync();
     } catch {
-      // stdout is gone (EPIPE): nothing left to tell anyone
+      // stdout is gone otherwise (EBADF): nothing left to tell anyone
     }
   });
   return {

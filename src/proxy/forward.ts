@@ -100,6 +100,10 @@ const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);
 
+/** The 408's message for a streamed body that stopped arriving (SPEC §7: what is wrong, what to do). */
+const UPLOAD_STALLED =
+  'The request body stopped arriving for UPSTREAM_TIMEOUT_MS before it was complete; send the whole body promptly.';
+
 /**
  * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
  * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
@@ -198,6 +202,19 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (unread) res.req.resume();
   };
 
+  /**
+   * A streamed request body that stopped arriving for `upstreamTimeoutMs` (upstream-attempt.ts): 408,
+   * counted as a `body_timeout` rejection, the connection closed after it (the rest of the body is
+   * read and dropped meanwhile, runtime.ts).
+   */
+  const uploadStalled = ({ req, res, state }: Forwarding) => {
+    state.rejection = 'body_timeout';
+    metrics.rejections.inc({ reason: 'body_timeout' });
+    logger.warn({ path: state.exchange.path, rejection: 'body_timeout' }, UPLOAD_STALLED);
+    sendError(res, 408, UPLOAD_STALLED, options.responseHeaders(state, undefined), true);
+    req.resume();
+  };
+
   /** The upstream's head arrived: stream it through to the client, or through the patches. */
   const relayResponse = (
     { req, res, state }: Forwarding,
@@ -293,6 +310,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     logger,
     relayResponse,
     upstreamFailed,
+    uploadStalled,
   });
 
   /** Builds the upstream request's head and forwards the exchange. */

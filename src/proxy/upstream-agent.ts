@@ -125,7 +125,9 @@ type WriteGeneric = (
  * upstream had answered (docs/reliability.md fix 61). The read then ends the socket as usual: the
  * response is relayed, or the reset (`ECONNRESET`) fails the request as before — a 502, or a replay of an
  * idempotent request on a stale pooled connection (fix 8), the same decisions. Other write errors destroy
- * the socket as before.
+ * the socket as before, and so does a refused write while the socket is paused (its response waits for
+ * a client slow to take it): such a socket reads nothing, so the reset would reach the shim only once
+ * the client read on, or never while the client kept uploading (fix 80).
  * @param socket An upstream connection, before its first write.
  */
 function readsOnAfterRefusedWrite(socket: Duplex): void {
@@ -135,7 +137,9 @@ function readsOnAfterRefusedWrite(socket: Duplex): void {
   s._writeGeneric = function (this: Duplex, writev, data, encoding, cb) {
     return writeGeneric.call(this, writev, data, encoding, (err) => {
       const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
-      cb(code === 'EPIPE' || code === 'ECONNRESET' ? null : err);
+      // Dropped only while the socket reads on, which brings the reset (fix 80).
+      const refused = (code === 'EPIPE' || code === 'ECONNRESET') && !this.isPaused();
+      cb(refused ? null : err);
     });
   };
 }

@@ -68,6 +68,12 @@ export interface UpstreamAttemptOptions {
    * After a `respond` or `abort` the attempt destroys the upstream request and response.
    */
   readonly upstreamFailed: (f: Forwarding, err: NodeJS.ErrnoException, decision: FinalDecision) => void;
+  /**
+   * The client stopped sending a streamed body for `upstreamTimeoutMs` while the upstream took all it
+   * was sent and waits for the rest: answer 408 (RFC 9110 §15.5.9), no upstream failure. The attempt
+   * has destroyed the upstream request.
+   */
+  readonly uploadStalled: (f: Forwarding) => void;
 }
 
 /** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
@@ -87,7 +93,7 @@ const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
 export function createUpstreamAttempt(
   options: UpstreamAttemptOptions,
 ): (f: Forwarding, path: string, headers: string[]) => void {
-  const { transport, upstreamTimeoutMs, logger, relayResponse, upstreamFailed } = options;
+  const { transport, upstreamTimeoutMs, logger, relayResponse, upstreamFailed, uploadStalled } = options;
   const { agent, target } = transport;
   return (f, path, headers) => {
     const { req, res, state, body } = f;
@@ -151,6 +157,24 @@ export function createUpstreamAttempt(
           state.exchange.logFields.clientStalled = true;
           upstreamReq.destroy();
           res.destroy();
+          return;
+        }
+        if (
+          !headReceived &&
+          body === 'stream' &&
+          !req.complete &&
+          upstreamReq.socket !== null &&
+          !upstreamReq.writableNeedDrain
+        ) {
+          // The upload, not the upstream, is idle: everything the client sent went upstream (no
+          // backpressure), and the upstream waits for the rest of a body that does not come. A client's
+          // stall, as above, answered 408: not counted in shim_upstream_errors_total, and not a 504 that
+          // tells the client to blame the upstream (docs/reliability.md fix 81).
+          clearTimeout(headerTimer);
+          failed = true;
+          state.exchange.logFields.clientStalled = true;
+          upstreamReq.destroy();
+          uploadStalled(f);
           return;
         }
         state.upstreamTimedOut = true;

@@ -61,3 +61,56 @@ describe('an upload the upstream answers early, then resets', () => {
     expect(response).toContain(`\r\n\r\n${EARLY_BODY}`);
   });
 });
+
+// Fix 61 drops a refused write only while the socket reads on, which is what brings the reset to the
+// shim. A socket paused by backpressure (its response waits for a client that is slow to take it)
+// reads nothing until the client does: a dropped write there left the exchange open on a dead
+// connection, and the reset was never reported — until UPSTREAM_TIMEOUT_MS cut it as a stalled
+// client, or for as long as the client went on sending (docs/reliability.md fix 80).
+describe('an upload whose upstream resets mid-response while the client is not reading', () => {
+  it('is cut at the next write, and counted as an upstream reset', async () => {
+    let upstreamSocket: net.Socket | undefined;
+    const upstream = await startRawUpstream((socket, received) => {
+      const s = socket as net.Socket & { answered?: boolean };
+      if (s.answered || !received.includes('\r\n\r\n')) return;
+      s.answered = true;
+      upstreamSocket = socket;
+      // A response the size of which no socket buffer holds: the shim's client never reads it.
+      socket.write(
+        'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
+      );
+      const piece = Buffer.alloc(1024 * 1024, 0x62);
+      for (let i = 0; i < 16; i++)
+        socket.write(`${piece.length.toString(16)}\r\n${piece.toString('latin1')}\r\n`);
+    });
+    closeLater(upstream);
+    const stack = await stackOn(upstream, { UPSTREAM_TIMEOUT_MS: '30000' });
+    const { port } = new URL(stack.url);
+    const client = net.connect(Number(port), '127.0.0.1');
+    client.on('error', () => {});
+    await once(client, 'connect');
+    client.pause();
+    client.write(
+      'POST /files/upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nx-api-key: k\r\n' +
+        `Content-Type: application/octet-stream\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`,
+    );
+    client.write(Buffer.alloc(1024, 0x61));
+    // The shim's upstream socket paused: the client's response is full.
+    const pooled = () => Object.values(stack.shim.forwarder.agent.sockets).flat() as net.Socket[];
+    await waitFor(() => pooled()[0]?.isPaused() === true, {
+      timeoutMs: 10_000,
+      what: 'backpressure upstream',
+    });
+    upstreamSocket?.resetAndDestroy();
+    await waitFor(() => upstream.connections() === 1 && upstreamSocket?.destroyed, { what: 'the reset' });
+    // The client's next body bytes: written upstream, refused.
+    client.write(Buffer.alloc(1024, 0x61));
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      timeoutMs: 10_000,
+      what: 'the request line',
+    });
+    client.destroy();
+    expect(line).toMatchObject({ aborted: true, upstreamError: 'ECONNRESET' });
+    expect(line).not.toHaveProperty('clientStalled');
+  });
+});

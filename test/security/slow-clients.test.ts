@@ -290,6 +290,63 @@ describe.concurrent('slow read', () => {
   });
 });
 
+// The same on the way up: a client that stops sending its streamed body leaves the upstream socket idle
+// (the upstream took every byte and waits for the rest), and the upstream's timer cut it as a 504
+// counted in shim_upstream_errors_total{kind="timeout"} with an error line — any client, without
+// credentials on the public path, raised the upstream-error alert at will (slowhttptest -B with a long
+// interval; docs/reliability.md fix 81). It is the client's request timing out: 408, a rejection.
+describe.concurrent('a streamed upload the client stops sending', () => {
+  it('is answered 408 and not counted as an upstream failure', async ({ expect }) => {
+    const upstream = await silentUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS) });
+    stacks.push(stack);
+    const { response } = await connection(stack, (s) =>
+      s.write(
+        'POST /api/health HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/octet-stream\r\n' +
+          'Content-Length: 1000\r\n\r\n0123456789',
+      ),
+    );
+    expect(response).toMatch(/^HTTP\/1\.1 408 /);
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ rejection: 'body_timeout', clientStalled: true });
+    expect(line).not.toHaveProperty('upstreamError');
+    const { values } = await stack.metrics.upstreamErrors.get();
+    expect(values.filter((v) => v.value > 0)).toEqual([]);
+  });
+
+  it('an upstream that stops reading the body is still an upstream timeout', async ({ expect }) => {
+    const accepted: net.Socket[] = [];
+    const server = net.createServer((s) => {
+      s.pause(); // reads nothing: the shim's writes of the body back up (nor the shim's close)
+      s.on('error', () => {});
+      accepted.push(s);
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as net.AddressInfo;
+    const stack = await startStack({
+      UPSTREAM_URL: `http://127.0.0.1:${port}`,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
+    stacks.push(stack);
+    const size = 64 * 1024 * 1024;
+    const { response } = await connection(stack, (s) => {
+      s.write(
+        `POST /api/health HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`,
+      );
+      s.write(Buffer.alloc(size, 0x61));
+    });
+    expect(response).toMatch(/^HTTP\/1\.1 504 /);
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ upstreamError: 'ESHIMTIMEDOUT' });
+    for (const s of accepted) s.destroy();
+  });
+});
+
 describe.concurrent('idle keep-alive connections', () => {
   it("are closed after keepAliveTimeout (plus Node's keep-alive buffer)", async ({ expect }) => {
     const stack = await shortTimeoutStack();
