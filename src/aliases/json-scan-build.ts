@@ -60,29 +60,49 @@ export function sourceSha256(): string {
   return createHash('sha256').update(readFileSync(SOURCE)).digest('hex');
 }
 
-/** The absolute path of the first of `candidates` on the PATH (clang's -fuse-ld wants a path). */
-function firstCommand(candidates: readonly string[]): string {
+/** The lowest LLVM major version that builds the module (wasm SIMD and bulk memory as used). */
+const MINIMUM_LLVM = 16;
+
+/** The major version in a tool's `--version` output (`Debian clang version 16.0.6 …`, `LLD 16.0.6`), or 0. */
+function majorVersion(command: string): number {
+  const match = /(\d+)\.\d+\.\d+/.exec(execFileSync(command, ['--version'], { encoding: 'utf8' }));
+  return match === null ? 0 : Number(match[1]);
+}
+
+/**
+ * The absolute path (clang's -fuse-ld wants one) of the first of `name-20` … `name-16`, then `name`,
+ * on the PATH whose LLVM version is at least {@link MINIMUM_LLVM}: a machine's plain `clang` may be an
+ * older one beside a versioned `clang-16` (Debian 12's `clang` is 14).
+ * @throws {Error} when there is none.
+ */
+function llvmCommand(name: string): string {
+  const candidates = ['-20', '-19', '-18', '-17', '-16', ''].map((suffix) => `${name}${suffix}`);
   for (const command of candidates) {
     for (const dir of (process.env.PATH ?? '').split(delimiter)) {
       const path = join(dir, command);
-      if (existsSync(path)) return path;
+      if (existsSync(path) && majorVersion(path) >= MINIMUM_LLVM) return path;
     }
   }
   throw new Error(
-    `none of ${candidates.join(', ')} is on the PATH: install clang ≥ 16 and lld, or set CLANG and WASM_LD`,
+    `none of ${candidates.join(', ')} on the PATH is LLVM ≥ ${MINIMUM_LLVM}: install clang-16 and lld-16, or set CLANG and WASM_LD`,
   );
+}
+
+/** The compiler's version line the committed module was built with (its header), if it has one. */
+export function recordedCompiler(): string | undefined {
+  if (!existsSync(OUTPUT)) return undefined;
+  return /^\/\/ (.*); \d+ bytes\.$/m.exec(readFileSync(OUTPUT, 'utf8'))?.[1];
 }
 
 /**
  * Compiles the C source with {@link FLAGS}.
  * @returns The module's bytes and the compiler's version line (recorded in the generated module).
- * @throws {Error} when no clang or wasm-ld is on the PATH (or `CLANG`/`WASM_LD` name none), or when the
+ * @throws {Error} when no clang or wasm-ld ≥ 16 is on the PATH (or `CLANG`/`WASM_LD` name none), or when the
  *   source does not compile (warnings are errors).
  */
 export function compile(): { wasm: Buffer; compiler: string } {
-  const versions = ['', '-20', '-19', '-18', '-17', '-16'];
-  const clang = process.env.CLANG ?? firstCommand(versions.map((v) => `clang${v}`));
-  const linker = process.env.WASM_LD ?? firstCommand(versions.map((v) => `wasm-ld${v}`));
+  const clang = process.env.CLANG ?? llvmCommand('clang');
+  const linker = process.env.WASM_LD ?? llvmCommand('wasm-ld');
   const compiler = execFileSync(clang, ['--version'], { encoding: 'utf8' }).split('\n')[0]!.trim();
   const scratch = mkdtempSync(join(tmpdir(), 'json-scan-wasm-'));
   try {
