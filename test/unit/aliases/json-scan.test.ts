@@ -555,6 +555,27 @@ describe('JsonStreamScanner — windows, turns and limits of the WebAssembly sca
     });
   });
 
+  it('scans a key longer than 2 GiB cut by chunks (the kept length overflowed: the scanner trapped)', () => {
+    // json-scan.c counted every byte of a cut key in an int32: past 2^31 it went negative and the
+    // next window's bytes were written before key_bytes (a WebAssembly trap, SCAN_FAILED at 2^31 + 2).
+    const scanner = new JsonStreamScanner(new KeyNames(['tags']), 10);
+    const events: string[] = [];
+    const handler: StreamScanHandler = {
+      onMember: (depth, name, start) => events.push(`member ${depth} ${name} ${start}`) > 0,
+      onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+      onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`) > 0,
+    };
+    expect(scanner.write(Buffer.from('{"'), handler)).toBe(SCAN_OK);
+    const chunk = Buffer.alloc(64 * 1024 * 1024, 'a');
+    const chunks = 2 ** 31 / chunk.length + 1;
+    for (let k = 0; k < chunks; k++) expect(scanner.write(chunk, handler)).toBe(SCAN_OK);
+    expect(scanner.write(Buffer.from('":1,"tags":2}'), handler)).toBe(SCAN_OK);
+    expect(scanner.end()).toBe(SCAN_OK);
+    expect(scanner.error).toBeUndefined();
+    const at = 2 + chunks * chunk.length;
+    expect(events).toEqual([`member 1 0 ${at + 11}`, `value 1 ${at + 12}`, `end 1 ${at + 12}`]);
+  });
+
   it(`holds ${MAX_KEY_NAMES} names of up to ${MAX_KEY_NAME_BYTES} bytes, matched raw and escaped`, () => {
     const longest = 'n'.repeat(MAX_KEY_NAME_BYTES - 1) + 'z';
     const list = [...Array.from({ length: MAX_KEY_NAMES - 1 }, (_, k) => `name${k}`), longest];
