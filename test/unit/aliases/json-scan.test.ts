@@ -703,6 +703,19 @@ describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JS
     expect(record('{"tags":1}', ['tags']).events).toEqual(['key 1 tags 1-7', 'value 1 9', 'end 1 9']);
   });
 
+  it('leaves a waiting scanner deeper than a fresh instance’s memory its state (it threw a RangeError)', () => {
+    // 60,000 open levels: more than the ~50,900 a fresh instance holds before its memory grows.
+    const levels = 60_000;
+    const deep = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+    expect(deep.write(Buffer.from('['.repeat(levels)), none)).toBe(SCAN_OK);
+    injectScanFailure(new Error('unreachable'));
+    const other = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+    expect(other.write(Buffer.from('[1]'), none)).toBe(SCAN_FAILED);
+    // The next turn restores the deep scanner into the fresh instance.
+    expect(deep.write(Buffer.from(`${']'.repeat(levels - 1)}}`), none)).toBe(SCAN_INVALID);
+    expect(deep.error).toEqual({ offset: 2 * levels - 1, message: "expected ',' or ']' but found '}'" });
+  });
+
   it('scanJson reports it with `failure`, which no invalid text has', () => {
     const trap = new Error('out of memory');
     injectScanFailure(trap);
