@@ -4,7 +4,7 @@
 # apt-get install clang-16 libclang-rt-16-dev libsimde-dev). CLANG=… to choose the compiler.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../../.." && pwd)
+ROOT=$(cd "$HERE/../../../.." && pwd)
 OUT=${OUT:-/tmp/json-scan-fuzz}
 CLANG=${CLANG:-clang-16}
 mkdir -p "$OUT"
