@@ -567,10 +567,14 @@ static int32_t match_name(const uint8_t *s, int32_t length, int32_t has_escape) 
   return -1;
 }
 
-/* Keeps a cut key's bytes for the comparison (only its length beyond KEY_CAP: it cannot match). */
+/*
+ * Keeps a cut key's bytes for the comparison; beyond KEY_CAP bytes only that it is longer (it cannot
+ * match): its length stops at KEY_CAP + 1, so that it never overflows (it counted every byte, and a key
+ * cut by 2 GiB of windows turned it negative: writes before key_bytes, a trap).
+ */
 static void keep_key_bytes(const uint8_t *p, int32_t from, int32_t to) {
   for (int32_t k = from; k < to && st.key_len + (k - from) < KEY_CAP; k++) key_bytes[st.key_len + (k - from)] = p[k];
-  st.key_len += to - from;
+  st.key_len = to - from > KEY_CAP - st.key_len ? KEY_CAP + 1 : st.key_len + (to - from);
 }
 
 /* ---- numbers and literals ----------------------------------------------------------------------- */

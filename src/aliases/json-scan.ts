@@ -321,7 +321,7 @@ const { Module: WasmModule, Instance: WasmInstance } = (
 
 /** The WebAssembly instance and views of its memory (renewed when the memory grows). */
 interface Engine {
-  readonly memory: { readonly buffer: ArrayBuffer };
+  readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
   readonly scan: (from: number, n: number, utf8From: number, utf8To: number) => number;
   readonly namesLoaded: () => void;
   /** Byte addresses of the C regions. */
@@ -634,11 +634,22 @@ export class JsonStreamScanner {
     }
   }
 
-  /** Copies this scanner's state into the instance. */
+  /**
+   * Copies this scanner's state into the instance. Its nesting stack may be deeper than the instance's
+   * memory holds: after a trap a fresh instance serves the scanners that were waiting, with the memory it
+   * starts with (~50,900 levels); the memory grows first (WebAssembly `memory.grow`, as the C side's
+   * grow_stack does), else the copy threw a RangeError out of {@link write}.
+   */
   #restore(e: Engine): void {
     const saved = this.#saved;
+    const levels = saved[F_DEPTH]! + 1;
+    const missing = e.stack + levels - e.bytes.length;
+    if (missing > 0) {
+      e.memory.grow(Math.ceil(missing / 65536));
+      refresh(e);
+    }
     copy(saved, 0, e.words, e.state >> 2, STATE_FIELDS);
-    copy(this.#stack, 0, e.bytes, e.stack, saved[F_DEPTH]! + 1);
+    copy(this.#stack, 0, e.bytes, e.stack, levels);
     if (saved[F_STATE] === S_KEY_STRING && this.#key !== undefined)
       copy(this.#key, 0, e.bytes, e.key, Math.min(saved[F_KEY_LEN]!, KEY_CAP));
     if (e.loadedNames !== this.#names) {

@@ -555,6 +555,27 @@ describe('JsonStreamScanner — windows, turns and limits of the WebAssembly sca
     });
   });
 
+  it('scans a key longer than 2 GiB cut by chunks (the kept length overflowed: the scanner trapped)', () => {
+    // json-scan.c counted every byte of a cut key in an int32: past 2^31 it went negative and the
+    // next window's bytes were written before key_bytes (a WebAssembly trap, SCAN_FAILED at 2^31 + 2).
+    const scanner = new JsonStreamScanner(new KeyNames(['tags']), 10);
+    const events: string[] = [];
+    const handler: StreamScanHandler = {
+      onMember: (depth, name, start) => events.push(`member ${depth} ${name} ${start}`) > 0,
+      onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+      onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`) > 0,
+    };
+    expect(scanner.write(Buffer.from('{"'), handler)).toBe(SCAN_OK);
+    const chunk = Buffer.alloc(64 * 1024 * 1024, 'a');
+    const chunks = 2 ** 31 / chunk.length + 1;
+    for (let k = 0; k < chunks; k++) expect(scanner.write(chunk, handler)).toBe(SCAN_OK);
+    expect(scanner.write(Buffer.from('":1,"tags":2}'), handler)).toBe(SCAN_OK);
+    expect(scanner.end()).toBe(SCAN_OK);
+    expect(scanner.error).toBeUndefined();
+    const at = 2 + chunks * chunk.length;
+    expect(events).toEqual([`member 1 0 ${at + 11}`, `value 1 ${at + 12}`, `end 1 ${at + 12}`]);
+  });
+
   it(`holds ${MAX_KEY_NAMES} names of up to ${MAX_KEY_NAME_BYTES} bytes, matched raw and escaped`, () => {
     const longest = 'n'.repeat(MAX_KEY_NAME_BYTES - 1) + 'z';
     const list = [...Array.from({ length: MAX_KEY_NAMES - 1 }, (_, k) => `name${k}`), longest];
@@ -680,6 +701,19 @@ describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JS
     // Spent: later chunks are ignored.
     expect(scanner.write(Buffer.from('}'), none)).toBe(SCAN_OK);
     expect(record('{"tags":1}', ['tags']).events).toEqual(['key 1 tags 1-7', 'value 1 9', 'end 1 9']);
+  });
+
+  it('leaves a waiting scanner deeper than a fresh instance’s memory its state (it threw a RangeError)', () => {
+    // 60,000 open levels: more than the ~50,900 a fresh instance holds before its memory grows.
+    const levels = 60_000;
+    const deep = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+    expect(deep.write(Buffer.from('['.repeat(levels)), none)).toBe(SCAN_OK);
+    injectScanFailure(new Error('unreachable'));
+    const other = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+    expect(other.write(Buffer.from('[1]'), none)).toBe(SCAN_FAILED);
+    // The next turn restores the deep scanner into the fresh instance.
+    expect(deep.write(Buffer.from(`${']'.repeat(levels - 1)}}`), none)).toBe(SCAN_INVALID);
+    expect(deep.error).toEqual({ offset: 2 * levels - 1, message: "expected ',' or ']' but found '}'" });
   });
 
   it('scanJson reports it with `failure`, which no invalid text has', () => {
