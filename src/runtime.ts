@@ -385,7 +385,7 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
   // `server.close()` calls this at once; it does nothing until then). Their staged close lingers at
   // most LINGER_MS: an HTTP client's pool does not read a connection while it is idle (urllib3 under
   // requests, httpcore under httpx), so its client closes its side only when it next takes the
-  // connection; waiting for that held every drain to SHUTDOWN_TIMEOUT_MS (docs/reliability.md fix 64).
+  // connection; waiting for that held every drain to SHUTDOWN_TIMEOUT_MS (docs/reliability.md fix 60).
   let idleGraceOver = false;
   server.closeIdleConnections = () => {
     if (draining() && !idleGraceOver) return;

@@ -152,7 +152,7 @@ function stdoutPerTurn(): DestinationStream {
       // `flush` first: in sync mode it writes at once, and a reader gone (EPIPE) is an 'error' on which
       // pino makes `flushSync` (and `write`) a no-op. sonic-boom's `flushSync` retries every write error
       // but EAGAIN, forever (4.2.1): called first on a broken stdout, it held the exiting process
-      // in a loop that only SIGKILL ended (docs/reliability.md fix 82).
+      // in a loop that only SIGKILL ended (docs/reliability.md fix 73).
       stdout.flush();
       stdout.flushSync();
     } catch {

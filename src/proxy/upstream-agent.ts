@@ -122,12 +122,12 @@ type WriteGeneric = (
  * it will not read) and closes at once, without the staged close RFC 9112 §9.6 asks for (gunicorn's
  * workers), has its response in the socket's receive buffer, before its reset; Node's HTTP client
  * destroyed the socket on the first failed write, and the response with it: the client got 502 where the
- * upstream had answered (docs/reliability.md fix 61). The read then ends the socket as usual: the
+ * upstream had answered (docs/reliability.md fix 59). The read then ends the socket as usual: the
  * response is relayed, or the reset (`ECONNRESET`) fails the request as before — a 502, or a replay of an
  * idempotent request on a stale pooled connection (fix 8), the same decisions. Other write errors destroy
  * the socket as before, and so does a refused write while the socket is paused (its response waits for
  * a client slow to take it): such a socket reads nothing, so the reset would reach the shim only once
- * the client read on, or never while the client kept uploading (fix 80).
+ * the client read on, or never while the client kept uploading (fix 71).
  * @param socket An upstream connection, before its first write.
  */
 function readsOnAfterRefusedWrite(socket: Duplex): void {
@@ -137,7 +137,7 @@ function readsOnAfterRefusedWrite(socket: Duplex): void {
   s._writeGeneric = function (this: Duplex, writev, data, encoding, cb) {
     return writeGeneric.call(this, writev, data, encoding, (err) => {
       const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
-      // Dropped only while the socket reads on, which brings the reset (fix 80).
+      // Dropped only while the socket reads on, which brings the reset (fix 71).
       const refused = (code === 'EPIPE' || code === 'ECONNRESET') && !this.isPaused();
       cb(refused ? null : err);
     });
@@ -177,7 +177,7 @@ export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): b
  * connection the upstream had closed (RFC 9110 §9.2.2; docs/reliability.md fix 8): the other idle
  * connections may be closed too (an upstream that closes after every response without
  * `Connection: close`, contrary to RFC 9112 §9.3; a restart), and the one replay must not land on one
- * of them (docs/reliability.md fix 60). When the pool is at `maxSockets`, the request waits for the
+ * of them (docs/reliability.md fix 58). When the pool is at `maxSockets`, the request waits for the
  * next connection freed, as any other.
  * @param agent The upstream pool.
  * @param make Creates the request (`transport.request(…)`) with `agent`.

@@ -132,7 +132,7 @@ export function createUpstreamAttempt(
         timeout: upstreamTimeoutMs,
       };
       // The replay goes on a new connection: the pool's other idle ones may be closed by the upstream
-      // as well (fix 60), and there is no second replay.
+      // as well (fix 58), and there is no second replay.
       const upstreamReq =
         attempt === 0 ? transport.request(options) : onNewConnection(agent, () => transport.request(options));
       current = upstreamReq;
@@ -169,7 +169,7 @@ export function createUpstreamAttempt(
           // The upload, not the upstream, is idle: everything the client sent went upstream (no
           // backpressure), and the upstream waits for the rest of a body that does not come. A client's
           // stall, as above, answered 408: not counted in shim_upstream_errors_total, and not a 504 that
-          // tells the client to blame the upstream (docs/reliability.md fix 81).
+          // tells the client to blame the upstream (docs/reliability.md fix 72).
           clearTimeout(headerTimer);
           failed = true;
           state.exchange.logFields.clientStalled = true;

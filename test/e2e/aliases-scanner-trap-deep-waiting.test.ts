@@ -1,7 +1,7 @@
 /**
  * A failure of the JSON scanner (a WebAssembly trap) while another legacy response is half scanned at
  * a nesting deeper than a fresh instance's memory holds (~50,900 levels): the trap gives up only its
- * own text, and the waiting response goes on (fix 85; docs/reliability.md). Before the fix, its next
+ * own text, and the waiting response goes on (fix 75; docs/reliability.md). Before the fix, its next
  * chunk's restore into the fresh instance threw a RangeError out of the upstream's 'data' listener.
  *
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).

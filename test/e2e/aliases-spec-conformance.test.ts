@@ -1,8 +1,8 @@
 /**
  * Rules of SPEC §4–§6 that held in the clause-by-clause audit (docs/spec-conformance.md) but that no
- * end-to-end test pinned, and fix 72: the shim in front of the reference backend, real sockets.
+ * end-to-end test pinned, and fix 63: the shim in front of the reference backend, real sockets.
  *
- * - fix 72: an `ALIAS_DOCS_URL` written as an IRI (`€`) is a valid URL, yet Node refused the `Link`
+ * - fix 63: an `ALIAS_DOCS_URL` written as an IRI (`€`) is a valid URL, yet Node refused the `Link`
  *   field built from it: every legacy request that used an alias lost its response (connection closed,
  *   `ERR_INVALID_CHAR` logged at error). Now the URL is sent percent-encoded (RFC 3987 §3.1);
  * - `Link: <ALIAS_SUNSET_POLICY_URL>; rel="sunset"` beside the deprecation link (RFC 8594 §3);
@@ -77,7 +77,7 @@ function postChunked(body: string): Promise<Reply> {
 }
 
 describe('deprecation links (SPEC §5)', () => {
-  it('an ALIAS_DOCS_URL written as an IRI goes out percent-encoded; the response is not lost (fix 72)', async () => {
+  it('an ALIAS_DOCS_URL written as an IRI goes out percent-encoded; the response is not lost (fix 63)', async () => {
     const reply = await postProject(JSON.stringify({ name: 'iri', requiredTags: [] }));
     expect(reply.status, reply.text).toBe(201);
     const links = reply.rawHeaders.filter((_, i) => i % 2 === 1 && reply.rawHeaders[i - 1] === 'Link');

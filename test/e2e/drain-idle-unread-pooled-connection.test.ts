@@ -8,7 +8,7 @@
  * closing remaining connections` (requests 2.28 through the bundle, 2026-11-26: the drain took 10.0 s
  * with nothing in flight; Go's net/http, which reads its idle connections, 0.3 s).
  *
- * Found with real clients (docs/reliability.md fix 64). Here the client is a raw socket that reads its
+ * Found with real clients (docs/reliability.md fix 60). Here the client is a raw socket that reads its
  * response, then stops reading (paused, half-open allowed), so Python need not be installed.
  */
 import net from 'node:net';

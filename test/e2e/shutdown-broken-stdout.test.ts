@@ -3,7 +3,7 @@
  * a supervisor's pipe, journald restarted under a service's stream) must still exit on SIGTERM. The
  * logger's exit handler flushed with sonic-boom's `flushSync`, which retries every write error but
  * EAGAIN forever: on `EPIPE` the process stayed alive after its drain, deaf to further signals, until a
- * SIGKILL (docs/reliability.md fix 82).
+ * SIGKILL (docs/reliability.md fix 73).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

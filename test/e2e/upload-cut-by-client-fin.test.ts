@@ -9,7 +9,7 @@
  * two records of one abort, one of them a smuggling-shaped alarm (behind Caddy, 163 such warnings in
  * three rolling restarts, every one an aborted POST).
  *
- * Found with Caddy in front of the shim (2026-11-26): docs/reliability.md fix 68. Here the client is a
+ * Found with Caddy in front of the shim (2026-11-26): docs/reliability.md fix 61. Here the client is a
  * raw socket that half-closes mid-body, so Caddy need not be installed.
  */
 import { afterEach, describe, expect, it } from 'vitest';

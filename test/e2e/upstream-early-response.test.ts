@@ -3,7 +3,7 @@
  * once, without the staged close RFC 9112 §9.6 asks for: gunicorn's workers do (`socket.close()` with
  * the body unread, which resets the connection). Its response reaches the shim before its reset; the
  * shim must relay it, not fail the request with 502 on its next write of the body (docs/reliability.md
- * fix 61). Go's `net/http`, uvicorn and aiohttp close in stages, and were relayed before too.
+ * fix 59). Go's `net/http`, uvicorn and aiohttp close in stages, and were relayed before too.
  */
 import { once } from 'node:events';
 import net from 'node:net';
@@ -62,11 +62,11 @@ describe('an upload the upstream answers early, then resets', () => {
   });
 });
 
-// Fix 61 drops a refused write only while the socket reads on, which is what brings the reset to the
+// Fix 59 drops a refused write only while the socket reads on, which is what brings the reset to the
 // shim. A socket paused by backpressure (its response waits for a client that is slow to take it)
 // reads nothing until the client does: a dropped write there left the exchange open on a dead
 // connection, and the reset was never reported — until UPSTREAM_TIMEOUT_MS cut it as a stalled
-// client, or for as long as the client went on sending (docs/reliability.md fix 80).
+// client, or for as long as the client went on sending (docs/reliability.md fix 71).
 describe('an upload whose upstream resets mid-response while the client is not reading', () => {
   it('is cut at the next write, and counted as an upstream reset', async () => {
     let upstreamSocket: net.Socket | undefined;

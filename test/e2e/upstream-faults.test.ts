@@ -249,7 +249,7 @@ describe('after response headers', () => {
     const outcome = await missionsOutcome(stack.url);
     expect(outcome.complete).toBe(false);
     expect(outcome.bytes).toBe(10);
-    // The client read all it got: the upstream's stall, counted as such (not the client's, fix 69).
+    // The client read all it got: the upstream's stall, counted as such (not the client's, fix 62).
     expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="timeout"\} 1/);
     await waitFor(() => stack.logs().some((l) => l.msg === 'request completed'), {
       what: 'the request line',

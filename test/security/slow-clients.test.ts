@@ -267,7 +267,7 @@ describe.concurrent('slow read', () => {
   // A slow reader is the client's doing, not the upstream's: counted as an upstream timeout, any
   // client that stops reading for UPSTREAM_TIMEOUT_MS (a stalled mobile client behind a proxy with no
   // send timeout, such as Caddy; an attacker with slowhttptest -X) raised the upstream-error alert
-  // while the upstream was healthy (found with Caddy in front, 2026-11-26; docs/reliability.md fix 69).
+  // while the upstream was healthy (found with Caddy in front, 2026-11-26; docs/reliability.md fix 62).
   it('a client that never reads is not counted as an upstream failure', async ({ expect }) => {
     const diagnostics = await startDebugUpstream();
     servers.push(diagnostics.server);
@@ -294,7 +294,7 @@ describe.concurrent('slow read', () => {
 // (the upstream took every byte and waits for the rest), and the upstream's timer cut it as a 504
 // counted in shim_upstream_errors_total{kind="timeout"} with an error line — any client, without
 // credentials on the public path, raised the upstream-error alert at will (slowhttptest -B with a long
-// interval; docs/reliability.md fix 81). It is the client's request timing out: 408, a rejection.
+// interval; docs/reliability.md fix 72). It is the client's request timing out: 408, a rejection.
 describe.concurrent('a streamed upload the client stops sending', () => {
   it('is answered 408 and not counted as an upstream failure', async ({ expect }) => {
     const upstream = await silentUpstream();

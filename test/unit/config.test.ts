@@ -255,7 +255,7 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     expect(problems[0]).not.toContain('\n');
   });
 
-  it('refuses an UPSTREAM_URL with a user name or password, without echoing the password (fix 73)', () => {
+  it('refuses an UPSTREAM_URL with a user name or password, without echoing the password (fix 64)', () => {
     // The shim never sent them (it forwards the client's credentials), and it logged the URL at start.
     for (const url of [
       'http://user:s3cret@backend:3000',
@@ -271,7 +271,7 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     expect(loadConfig({ UPSTREAM_URL: 'http://backend:3000/api@v2' }).upstreamUrl?.host).toBe('backend:3000');
   });
 
-  it('says what a numeric variable accepts, never in zod’s own words (fix 74)', () => {
+  it('says what a numeric variable accepts, never in zod’s own words (fix 65)', () => {
     // SPEC §2: one clear line per problem. Out of range or beyond 2^53 read "Too big: expected int to
     // be <=9007199254740991" before.
     for (const name of [
@@ -292,7 +292,7 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     expect(problemsOf({ ADMIN_PORT: '65536' })).toEqual(['ADMIN_PORT: must be a port number (0 to 65535)']);
   });
 
-  it('parsers.url gives a URI that fits a header field: as written, or percent-encoded (fix 72)', () => {
+  it('parsers.url gives a URI that fits a header field: as written, or percent-encoded (fix 63)', () => {
     expect(parsers.url.parse('https://docs.example.com')).toBe('https://docs.example.com');
     expect(parsers.url.parse('https://docs.example.com/a%20b?x=1#y')).toBe(
       'https://docs.example.com/a%20b?x=1#y',
