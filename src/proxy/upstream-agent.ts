@@ -202,6 +202,22 @@ export function onNewConnection<T>(agent: http.Agent, make: () => T): T {
   }
 }
 
+/**
+ * Whether an upstream connection is established: its TCP connection made and, for `https:`, its TLS
+ * handshake done. Until then the request's head and body wait in the shim (Node's `net.Socket` holds a
+ * write while it connects, a TLS socket its clear text until the handshake), so the upstream socket is
+ * idle whatever the client does: an upstream that does not accept the connection or does not answer
+ * the ClientHello, not a client that stopped sending (docs/reliability.md fix 76).
+ * @param socket The upstream request's socket (`ClientRequest.socket`), `null` while it waits for one.
+ * @returns `false` for `null`, a socket still connecting, or a TLS socket before its handshake's end.
+ */
+export function isEstablished(socket: Duplex | null): boolean {
+  if (socket === null) return false;
+  const s = socket as Duplex & { connecting?: boolean; _secureEstablished?: boolean };
+  // `_secureEstablished`: Node's TLSSocket's own flag (set on 'secure'); absent on a plain socket.
+  return s.connecting !== true && s._secureEstablished !== false;
+}
+
 /** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */
 export class SharedReadBufferAgent extends http.Agent {
   override createConnection(options: http.ClientRequestArgs): Duplex {

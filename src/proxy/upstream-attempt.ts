@@ -13,7 +13,12 @@ import type { Reservation } from './buffer-budget.ts';
 import type { ExchangeState } from './exchange.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
-import { dropQueuedRequest, onNewConnection, type UpstreamTransport } from './upstream-agent.ts';
+import {
+  dropQueuedRequest,
+  isEstablished,
+  onNewConnection,
+  type UpstreamTransport,
+} from './upstream-agent.ts';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
@@ -163,13 +168,15 @@ export function createUpstreamAttempt(
           !headReceived &&
           body === 'stream' &&
           !req.complete &&
-          upstreamReq.socket !== null &&
+          isEstablished(upstreamReq.socket) &&
           !upstreamReq.writableNeedDrain
         ) {
           // The upload, not the upstream, is idle: everything the client sent went upstream (no
           // backpressure), and the upstream waits for the rest of a body that does not come. A client's
           // stall, as above, answered 408: not counted in shim_upstream_errors_total, and not a 504 that
-          // tells the client to blame the upstream (docs/reliability.md fix 72).
+          // tells the client to blame the upstream (docs/reliability.md fix 72). Not while the
+          // connection is still being made: the body waits in the shim then, and the upstream socket is
+          // idle however the client sends (fix 76).
           clearTimeout(headerTimer);
           failed = true;
           state.exchange.logFields.clientStalled = true;

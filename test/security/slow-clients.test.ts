@@ -316,6 +316,42 @@ describe.concurrent('a streamed upload the client stops sending', () => {
     expect(values.filter((v) => v.value > 0)).toEqual([]);
   });
 
+  // Fix 76: while the upstream connection is still being made (a TLS upstream that never answers the
+  // ClientHello; or a full accept queue, a SYN dropped), the body waits in the shim and the upstream
+  // socket is idle however the client sends: a client sending steadily got the 408 "stopped arriving",
+  // and the unreachable upstream was counted nowhere.
+  it('an upstream whose connection is never established is an upstream timeout, the client sending steadily', async ({
+    expect,
+  }) => {
+    const accepted: net.Socket[] = [];
+    const server = net.createServer((s) => {
+      s.on('error', () => {});
+      accepted.push(s); // takes the TCP connection, never answers the TLS ClientHello
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as net.AddressInfo;
+    const stack = await startStack({
+      UPSTREAM_URL: `https://127.0.0.1:${port}`,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
+    stacks.push(stack);
+    const { response } = await connection(stack, (s) => {
+      s.write(
+        'POST /api/health HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/octet-stream\r\n' +
+          'Content-Length: 100000\r\n\r\n',
+      );
+      drip(s, 'a'.repeat(100_000), 20); // a byte every 20 ms: never idle for UPSTREAM_MS
+    });
+    expect(response).toMatch(/^HTTP\/1\.1 504 /);
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ upstreamError: 'ESHIMTIMEDOUT' });
+    expect(line).not.toHaveProperty('clientStalled');
+    for (const s of accepted) s.destroy();
+  });
+
   it('an upstream that stops reading the body is still an upstream timeout', async ({ expect }) => {
     const accepted: net.Socket[] = [];
     const server = net.createServer((s) => {

@@ -4,10 +4,12 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import {
   createUpstreamTransport,
+  isEstablished,
   onNewConnection,
   SharedReadBufferAgent,
   tlsServerName,
@@ -61,6 +63,20 @@ describe('createUpstreamTransport', () => {
 
   it('refuses another protocol', () => {
     expect(() => createUpstreamTransport(new URL('ftp://x'))).toThrow(/unsupported/);
+  });
+});
+
+describe('isEstablished', () => {
+  // Plain objects with a socket's flags: no socket is opened.
+  const socket = (flags: object) => flags as unknown as Duplex;
+  it('is false while there is no socket, or it connects, or its TLS handshake runs', () => {
+    expect(isEstablished(null)).toBe(false);
+    expect(isEstablished(socket({ connecting: true }))).toBe(false);
+    expect(isEstablished(socket({ connecting: false, _secureEstablished: false }))).toBe(false);
+  });
+  it('is true for a connected plain socket, or a TLS one after its handshake', () => {
+    expect(isEstablished(socket({ connecting: false }))).toBe(true);
+    expect(isEstablished(socket({ connecting: false, _secureEstablished: true }))).toBe(true);
   });
 });
 
