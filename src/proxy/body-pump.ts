@@ -58,7 +58,7 @@ export interface BodyTarget {
   /** Queues `chunk`; `callback` runs once the socket has written it (with an error if it could not). */
   write(chunk: Buffer, callback: (err?: Error | null) => void): boolean;
   end(): unknown;
-  once(event: 'drain', listener: () => void): unknown;
+  once(event: 'drain' | 'close', listener: () => void): unknown;
   readonly destroyed: boolean;
   /** `end()` was called: nothing more may be written. */
   readonly writableEnded: boolean;
@@ -74,12 +74,22 @@ export interface BodyTarget {
  * Measured (bench/RESULTS.md, 2026-11-25): on a 0.67 MB list passed through, 0.84× the CPU per request
  * of `pipe`; 32 concurrent 1.4 MB lists peaked at +19 MiB over idle instead of +79 to +96.
  *
+ * A target that closes (destroyed, or done) never emits the `drain` a paused source waits for: the
+ * source is resumed then, and the rest of its body read and dropped, as Node's server does with a
+ * request body nobody reads (`IncomingMessage._dump`) and nginx with a body its upstream did not take
+ * (`ngx_http_discard_request_body`). Without it, an upload whose upstream answered early and reset
+ * (gunicorn; relayed since fix 59) kept the client's connection unread, its body half sent and its
+ * exchange held, until the keep-alive timeout cut it (66 s) with a reset (docs/reliability.md fix 77).
+ *
  * @param source The body's producer (its chunks are the caller's alone).
  * @param target Where the body goes.
  * @throws Nothing of its own; a target's failed write reaches only that write's callback.
  */
 export function pumpBody(source: BodySource, target: BodyTarget): void {
   const hold = pauseUntilDrain(source, target);
+  target.once('close', () => {
+    source.resume();
+  });
   source.on('data', (chunk) => {
     if (target.destroyed || target.writableEnded) return;
     const written = target.write(chunk, (err) => {
