@@ -310,9 +310,49 @@ export function createUpstreamAttempt(
       });
 
       if (body === undefined) upstreamReq.end();
-      else if (body === 'stream') pumpBody(req, upstreamReq);
-      else upstreamReq.end(body);
+      else if (body === 'stream') {
+        pumpBody(req, upstreamReq);
+        upstreamReq.on('close', () => boundDiscard(req, res));
+      } else upstreamReq.end(body);
     };
     send();
   };
+}
+
+/**
+ * Longest the rest of an upload is read and dropped once its upstream request closed and the client
+ * has its response (ms); then the connection closes in stages. As nginx's `lingering_time` bounds a
+ * body it discards after a response (`ngx_http_discarded_request_body_handler`; the shim's own
+ * `LINGER_MS`, runtime.ts, has the same value).
+ */
+export const DISCARD_LIMIT_MS = 5_000;
+
+/**
+ * Bounds the read-and-drop of an upload whose upstream request closed before the body ended (the
+ * upstream answered early and closed, or reset; body-pump.ts `pumpBody` reads the rest and drops it):
+ * {@link DISCARD_LIMIT_MS} after the client's response finished, a body still arriving closes the
+ * connection in stages (the socket's `destroySoon`, which runtime.ts makes a FIN and a linger). Without
+ * it a client that kept sending was read at its own pace until `requestTimeout` (600 s), on a response
+ * that said `keep-alive` (docs/reliability.md fix 78). RFC 9112 §9.3: a server may close a persistent
+ * connection at any time.
+ * @param req The client's request, its body streamed upstream.
+ * @param res Its response.
+ */
+function boundDiscard(req: IncomingMessage, res: ServerResponse): void {
+  if (req.complete) return;
+  const start = () => {
+    const socket = req.socket as IncomingMessage['socket'] & { destroySoon?: () => void };
+    if (req.complete || socket.destroyed) return;
+    const timer = setTimeout(() => {
+      if (req.complete) return;
+      if (socket.destroySoon) socket.destroySoon();
+      else socket.destroy();
+    }, DISCARD_LIMIT_MS);
+    timer.unref();
+    const stop = () => clearTimeout(timer);
+    req.once('end', stop);
+    socket.once('close', stop);
+  };
+  if (res.writableFinished) start();
+  else res.once('finish', start);
 }
