@@ -12,7 +12,7 @@
  *
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
-import http from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Reply, send } from '../helpers/http.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
@@ -30,7 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-const postProject = (body: string, headers: http.OutgoingHttpHeaders = {}) =>
+const postProject = (body: string, headers: OutgoingHttpHeaders = {}) =>
   send(stack.url, 'POST', '/projects', { ...LEGACY, 'content-type': 'application/json', ...headers }, body);
 
 /** `POST /projects` JSON of exactly `bytes` bytes that uses the alias `requiredTags`. */
@@ -43,37 +43,8 @@ function projectOfSize(bytes: number): string {
 
 /** Sends `body` to `POST /projects` with `Transfer-Encoding: chunked`, in two chunks. */
 function postChunked(body: string): Promise<Reply> {
-  const url = new URL(stack.url);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: url.hostname,
-        port: url.port,
-        method: 'POST',
-        path: '/projects',
-        headers: { ...LEGACY, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
-        agent: false,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const b = Buffer.concat(chunks);
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            rawHeaders: res.rawHeaders,
-            body: b,
-            text: b.toString('utf8'),
-            json: <T>() => JSON.parse(b.toString('utf8')) as T,
-          });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.write(body.slice(0, 10));
-    req.end(body.slice(10));
-  });
+  const headers = { ...LEGACY, 'content-type': 'application/json', 'transfer-encoding': 'chunked' };
+  return send(stack.url, 'POST', '/projects', headers, [body.slice(0, 10), body.slice(10)]);
 }
 
 describe('deprecation links (SPEC §5)', () => {

@@ -23,29 +23,38 @@ const EARLY = `HTTP/1.1 404 NOT FOUND\r\nContent-Type: application/json\r\nConte
 const BODY_BYTES = 4 * 1024 * 1024;
 const ROUNDS = 3;
 
+/**
+ * A shim in front of an upstream that answers every request but `GET /api/health` early (the 404,
+ * then a reset, as gunicorn does), and a raw client connected to it; `response()` is everything the
+ * client has read so far (latin1).
+ */
+async function earlyAnsweringStack(): Promise<{ client: net.Socket; response: () => string }> {
+  const upstream = await startRawUpstream((socket, received) => {
+    const s = socket as net.Socket & { answered?: boolean };
+    if (s.answered || !received.includes('\r\n\r\n')) return;
+    s.answered = true;
+    if (received.startsWith('GET /api/health ')) {
+      socket.write(HEALTH);
+      return;
+    }
+    socket.write(EARLY);
+    socket.resetAndDestroy();
+  });
+  closeLater(upstream);
+  const stack = await stackOn(upstream);
+  const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+  client.on('error', () => {});
+  await once(client, 'connect');
+  let response = '';
+  client.on('data', (d: Buffer) => {
+    response += d.toString('latin1');
+  });
+  return { client, response: () => response };
+}
+
 describe('an upload the upstream answers early, then resets', () => {
   it('the rest of the client’s body is read, and its connection serves the next request', async () => {
-    const upstream = await startRawUpstream((socket, received) => {
-      const s = socket as net.Socket & { answered?: boolean };
-      if (s.answered || !received.includes('\r\n\r\n')) return;
-      s.answered = true;
-      if (received.startsWith('GET /api/health ')) {
-        socket.write(HEALTH);
-        return;
-      }
-      socket.write(EARLY);
-      socket.resetAndDestroy();
-    });
-    closeLater(upstream);
-    const stack = await stackOn(upstream);
-    const { port } = new URL(stack.url);
-    const client = net.connect(Number(port), '127.0.0.1');
-    client.on('error', () => {});
-    await once(client, 'connect');
-    let response = '';
-    client.on('data', (d: Buffer) => {
-      response += d.toString('latin1');
-    });
+    const { client, response } = await earlyAnsweringStack();
     const head = 'Host: shim.test\r\nService-Client-Version: 1.0.0\r\nx-api-key: k\r\n';
     // Several uploads on one connection, each sent whole before its answer is read (as `requests`
     // does), then a GET on the same connection.
@@ -58,43 +67,23 @@ describe('an upload the upstream answers early, then resets', () => {
       client.write(Buffer.alloc(BODY_BYTES, 0x61), () => {
         sent = true;
       });
-      await waitFor(() => sent && response.split(EARLY_BODY).length > round, {
+      await waitFor(() => sent && response().split(EARLY_BODY).length > round, {
         timeoutMs: 10_000,
         what: `upload ${round}: its body sent and the upstream's answer relayed`,
       });
     }
     client.write(`GET /api/health HTTP/1.1\r\n${head}\r\n`);
-    await waitFor(() => response.endsWith('{}'), {
+    await waitFor(() => response().endsWith('{}'), {
       timeoutMs: 10_000,
       what: 'the next request on the same connection',
     });
     client.destroy();
-    const statuses = response.match(/HTTP\/1\.1 \d{3}/g);
+    const statuses = response().match(/HTTP\/1\.1 \d{3}/g);
     expect(statuses).toEqual([...Array(ROUNDS).fill('HTTP/1.1 404'), 'HTTP/1.1 200']);
   });
 
   it('a body that keeps coming after the answer: read and dropped for a bounded time, then the connection closes', async () => {
-    const upstream = await startRawUpstream((socket, received) => {
-      const s = socket as net.Socket & { answered?: boolean };
-      if (s.answered || !received.includes('\r\n\r\n')) return;
-      s.answered = true;
-      if (received.startsWith('GET /api/health ')) {
-        socket.write(HEALTH);
-        return;
-      }
-      socket.write(EARLY);
-      socket.resetAndDestroy();
-    });
-    closeLater(upstream);
-    const stack = await stackOn(upstream);
-    const { port } = new URL(stack.url);
-    const client = net.connect(Number(port), '127.0.0.1');
-    client.on('error', () => {});
-    await once(client, 'connect');
-    let response = '';
-    client.on('data', (d: Buffer) => {
-      response += d.toString('latin1');
-    });
+    const { client, response } = await earlyAnsweringStack();
     let closed = false;
     client.once('close', () => {
       closed = true;
@@ -110,7 +99,7 @@ describe('an upload the upstream answers early, then resets', () => {
       if (!client.destroyed) client.write(piece);
     }, 10);
     try {
-      await waitFor(() => response.includes(EARLY_BODY), { timeoutMs: 5_000, what: 'the early answer' });
+      await waitFor(() => response().includes(EARLY_BODY), { timeoutMs: 5_000, what: 'the early answer' });
       const answeredAt = performance.now();
       await waitFor(() => closed || client.readableEnded, {
         timeoutMs: DISCARD_LIMIT_MS + LINGER_MS + 5_000,
@@ -121,6 +110,6 @@ describe('an upload the upstream answers early, then resets', () => {
       clearInterval(sender);
       client.destroy();
     }
-    expect(response.startsWith('HTTP/1.1 404')).toBe(true);
+    expect(response().startsWith('HTTP/1.1 404')).toBe(true);
   }, 30_000);
 });

@@ -21,13 +21,15 @@ export interface Reply {
  * Sends one request with `node:http` (a fresh connection, no pooling).
  * @param base Origin, e.g. `http://127.0.0.1:8080`.
  * @param path Request target as sent (origin-form), e.g. `/files?tags=a`.
+ * @param body Sent whole, or, as an array, one write per element (with `Transfer-Encoding: chunked`,
+ *   one chunk each).
  */
 export function send(
   base: string,
   method: string,
   path: string,
   headers: OutgoingHttpHeaders = {},
-  body?: string | Buffer,
+  body?: string | Buffer | readonly (string | Buffer)[],
 ): Promise<Reply> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
@@ -51,8 +53,11 @@ export function send(
       },
     );
     req.on('error', reject);
-    if (body !== undefined) req.end(body);
-    else req.end();
+    if (typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
+    else {
+      for (const piece of body ?? []) req.write(piece);
+      req.end();
+    }
   });
 }
 
