@@ -88,7 +88,12 @@ function llvmCommand(name: string): string {
   );
 }
 
-/** The compiler's version line the committed module was built with (its header), if it has one. */
+/**
+ * The compiler the committed module was built with, read back from the header {@link moduleText}
+ * writes (`// <clang --version's first line>; <n> bytes.`).
+ * @returns That version line, e.g. `Debian clang version 16.0.6 (15~deb12u1)`; `undefined` when the
+ *   module is missing or has no such header.
+ */
 export function recordedCompiler(): string | undefined {
   if (!existsSync(OUTPUT)) return undefined;
   return /^\/\/ (.*); \d+ bytes\.$/m.exec(readFileSync(OUTPUT, 'utf8'))?.[1];

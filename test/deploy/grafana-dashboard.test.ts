@@ -4,12 +4,8 @@
  * removal of a plugin: the plugin's dashboard row goes with it (docs/removing-the-alias-layer.md).
  */
 import { readFileSync } from 'node:fs';
-import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createShim, PLUGINS } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { createMetrics } from '../../src/observability/metrics.ts';
-import { metricNames, unknownNames } from '../helpers/promql.ts';
+import { metricNames, shimRegistry, unknownNames } from '../helpers/promql.ts';
 
 interface Panel {
   type: string;
@@ -21,13 +17,8 @@ const dashboard = JSON.parse(
   readFileSync(new URL('../../deploy/grafana/compat-shim.json', import.meta.url), 'utf8'),
 ) as { uid: string; panels: Panel[] };
 
-const metrics = createMetrics(false);
-const shim = createShim(loadConfig({ UPSTREAM_URL: 'http://127.0.0.1:9' }, PLUGINS), {
-  logger: pino({ level: 'silent' }),
-  metrics,
-  upstream: new URL('http://127.0.0.1:9'),
-});
-afterAll(() => shim.forwarder.agent.destroy());
+const { registry, close } = shimRegistry();
+afterAll(close);
 
 describe('deploy/grafana/compat-shim.json', () => {
   const panels = dashboard.panels.filter((p) => p.type !== 'row');
@@ -38,7 +29,7 @@ describe('deploy/grafana/compat-shim.json', () => {
   });
 
   it('names in every panel query only metrics the shim exports', async () => {
-    const exported = new Set((await metrics.registry.getMetricsAsJSON()).map((m) => m.name));
+    const exported = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
     for (const panel of panels) {
       expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
       for (const { expr } of panel.targets!) {
@@ -52,7 +43,7 @@ describe('deploy/grafana/compat-shim.json', () => {
   it('names in every panel query only labels those metrics have', () => {
     for (const panel of panels)
       for (const { expr } of panel.targets!)
-        expect(unknownNames(expr, metrics.registry), `${panel.title}: ${expr}`).toEqual([]);
+        expect(unknownNames(expr, registry), `${panel.title}: ${expr}`).toEqual([]);
   });
 
   it('would notice a metric the shim does not export', () => {

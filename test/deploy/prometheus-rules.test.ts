@@ -5,13 +5,9 @@
  * PromQL itself, with Prometheus 2.42; docs/operations.md "Checked with Prometheus".)
  */
 import { readFileSync } from 'node:fs';
-import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createShim, PLUGINS } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { createMetrics } from '../../src/observability/metrics.ts';
-import { labelNames, unknownNames } from '../helpers/promql.ts';
+import { labelNames, shimRegistry, unknownNames } from '../helpers/promql.ts';
 
 interface Rule {
   alert?: string;
@@ -27,13 +23,8 @@ const file = parse(
 ) as { groups: Array<{ name: string; rules: Rule[] }> };
 const rules = file.groups.flatMap((g) => g.rules);
 
-const metrics = createMetrics(false);
-const shim = createShim(loadConfig({ UPSTREAM_URL: 'http://127.0.0.1:9' }, PLUGINS), {
-  logger: pino({ level: 'silent' }),
-  metrics,
-  upstream: new URL('http://127.0.0.1:9'),
-});
-afterAll(() => shim.forwarder.agent.destroy());
+const { registry, close } = shimRegistry();
+afterAll(close);
 
 describe('deploy/prometheus/compat-shim-rules.yaml', () => {
   it('is one group of alerting rules, each with an expression, a severity and a summary', () => {
@@ -46,7 +37,7 @@ describe('deploy/prometheus/compat-shim-rules.yaml', () => {
   });
 
   it('names only metrics and labels the shim exports', () => {
-    for (const rule of rules) expect(unknownNames(rule.expr, metrics.registry), rule.alert).toEqual([]);
+    for (const rule of rules) expect(unknownNames(rule.expr, registry), rule.alert).toEqual([]);
     for (const rule of rules)
       for (const [, label] of Object.values(rule.annotations ?? {})
         .join(' ')
@@ -55,15 +46,11 @@ describe('deploy/prometheus/compat-shim-rules.yaml', () => {
   });
 
   it('would notice a label the metric does not have', () => {
-    expect(unknownNames('sum by (reasons) (rate(shim_rejections_total[5m]))', metrics.registry)).toEqual([
+    expect(unknownNames('sum by (reasons) (rate(shim_rejections_total[5m]))', registry)).toEqual([
       'label "reasons" is not a label of shim_rejections_total',
     ]);
-    expect(unknownNames('rate(shim_upstream_errors_total{reason="x"}[5m])', metrics.registry)).toHaveLength(
-      1,
-    );
-    expect(unknownNames('rate(shim_nope_total[5m])', metrics.registry)).toEqual([
-      'shim_nope_total is not exported',
-    ]);
+    expect(unknownNames('rate(shim_upstream_errors_total{reason="x"}[5m])', registry)).toHaveLength(1);
+    expect(unknownNames('rate(shim_nope_total[5m])', registry)).toEqual(['shim_nope_total is not exported']);
   });
 
   it.each([

@@ -7,10 +7,11 @@
  * (66 s), and a client that sends its whole body before reading (Python `requests`) never saw the answer.
  */
 import { once } from 'node:events';
-import net from 'node:net';
+import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DISCARD_LIMIT_MS } from '../../src/proxy/upstream-attempt.ts';
 import { LINGER_MS } from '../../src/runtime.ts';
+import { openRaw } from '../helpers/http.ts';
 import { closeAll, closeLater, stackOn } from '../helpers/one-shot-upstream.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -42,14 +43,9 @@ async function earlyAnsweringStack(): Promise<{ client: net.Socket; response: ()
   });
   closeLater(upstream);
   const stack = await stackOn(upstream);
-  const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-  client.on('error', () => {});
-  await once(client, 'connect');
-  let response = '';
-  client.on('data', (d: Buffer) => {
-    response += d.toString('latin1');
-  });
-  return { client, response: () => response };
+  const raw = openRaw(stack.url);
+  await once(raw.socket, 'connect');
+  return { client: raw.socket, response: raw.text };
 }
 
 describe('an upload the upstream answers early, then resets', () => {

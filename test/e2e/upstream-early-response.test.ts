@@ -8,6 +8,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openRaw } from '../helpers/http.ts';
 import { closeAll, closeLater, stackOn } from '../helpers/one-shot-upstream.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -38,27 +39,22 @@ describe('an upload the upstream answers early, then resets', () => {
     });
     closeLater(upstream);
     const stack = await stackOn(upstream);
-    const { port } = new URL(stack.url);
-    client = net.connect(Number(port), '127.0.0.1');
-    client.on('error', () => {});
+    const raw = openRaw(stack.url);
+    client = raw.socket;
     await once(client, 'connect');
-    let response = '';
-    client.on('data', (d: Buffer) => {
-      response += d.toString('latin1');
-    });
     client.write(
       'POST /files/upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nx-api-key: k\r\n' +
         `Content-Type: application/octet-stream\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`,
     );
     client.write(Buffer.alloc(64 * 1024, 0x61));
     // A whole response: the upstream's (its JSON body) or the shim's 502 (a JSON body too).
-    await waitFor(() => /\r\n\r\n[\s\S]*\}/.test(response), {
+    await waitFor(() => /\r\n\r\n[\s\S]*\}/.test(raw.text()), {
       timeoutMs: 10_000,
       what: 'the response to the upload',
     });
     client.destroy();
-    expect(response.split('\r\n')[0]).toBe('HTTP/1.1 404 NOT FOUND');
-    expect(response).toContain(`\r\n\r\n${EARLY_BODY}`);
+    expect(raw.text().split('\r\n')[0]).toBe('HTTP/1.1 404 NOT FOUND');
+    expect(raw.text()).toContain(`\r\n\r\n${EARLY_BODY}`);
   });
 });
 

@@ -3,7 +3,11 @@
  * docs' queries in step with the metrics the shim exports. A reader of names, not a PromQL parser: it
  * knows the shapes those files use (selectors, `by (…)` / `without (…)`, `$labels.x`).
  */
+import pino from 'pino';
 import type { Registry } from 'prom-client';
+import { createShim, PLUGINS } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
 
 /** Labels Prometheus adds at scrape time or that histograms carry: never the shim's own. */
 const SCRAPE_LABELS = new Set(['job', 'instance', 'le']);
@@ -44,4 +48,19 @@ export function unknownNames(expr: string, registry: Registry): string[] {
   for (const label of labelNames(expr))
     if (!labels.has(label)) problems.push(`label "${label}" is not a label of ${metrics.join(', ')}`);
   return problems;
+}
+
+/**
+ * The registry of a shim built in-process with the registered plugins (every metric and label the
+ * shim exports; nothing listens), for checking the PromQL of the dashboard and the alert rules.
+ * @returns `registry`, and `close()`, which frees the shim's upstream pool.
+ */
+export function shimRegistry(): { registry: Registry; close: () => void } {
+  const metrics = createMetrics(false);
+  const shim = createShim(loadConfig({ UPSTREAM_URL: 'http://127.0.0.1:9' }, PLUGINS), {
+    logger: pino({ level: 'silent' }),
+    metrics,
+    upstream: new URL('http://127.0.0.1:9'),
+  });
+  return { registry: metrics.registry, close: () => shim.forwarder.agent.destroy() };
 }
