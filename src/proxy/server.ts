@@ -88,6 +88,20 @@ function asksToClose(req: IncomingMessage): boolean {
 }
 
 /**
+ * Keeps the chunked transfer coding away from a response to an HTTP/1.0 (or 0.9) request: RFC 9112
+ * §6.1 says a server MUST NOT send `Transfer-Encoding` unless the request indicates HTTP/1.1. Node
+ * chunks such a response when the request carries `TE: chunked` (`useChunkedEncodingByDefault`, set
+ * from the request's `TE` when the response is created), and then also promises keep-alive to a client
+ * that asked for it: an HTTP/1.0 client (or an HTTP/1.0 proxy in front that passed an HTTP/1.1 client's
+ * `TE` on) reads the chunk sizes as body and waits for a close that does not come. Without it, a
+ * response of unknown length goes close-delimited, with `Connection: close`, as to any HTTP/1.0 client.
+ * @example neverChunkedForHttp10(req, res) // `GET / HTTP/1.0` + `TE: chunked` → close-delimited
+ */
+function neverChunkedForHttp10(req: IncomingMessage, res: ServerResponse): void {
+  if (isHttp10OrOlder(req.httpVersion)) res.useChunkedEncodingByDefault = false;
+}
+
+/**
  * Runs `handler` for one request of a connection at a time, in order (RFC 9112 §9.3.2). Node parses
  * pipelined requests as their bytes arrive and would hand each to the pipeline at once, so a rewritten
  * POST (its body read before it is forwarded) was overtaken by the GET behind it, and requests behind a
@@ -145,6 +159,7 @@ function pipelineInOrder(handler: RequestListener): {
   }
   return {
     onRequest(req, res) {
+      neverChunkedForHttp10(req, res);
       const socket = req.socket;
       let pipeline = pipelines.get(socket);
       if (pipeline === undefined) {

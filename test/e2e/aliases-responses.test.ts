@@ -329,6 +329,22 @@ describe('strong validators of the upstream (diagnostics upstream)', () => {
     const direct = await send(stack.upstreamUrl, 'GET', '/debug/json?items=3', LEGACY);
     expectFaithfulPatch(Buffer.from(raw.slice(bodyAt), 'latin1'), direct.body);
   });
+
+  it('an HTTP/1.0 client sending TE: chunked and keep-alive still gets it close-delimited (RFC 9112 §6.1)', async () => {
+    // Node chunked it and promised keep-alive: a client that knows no chunked coding read the chunk
+    // sizes as body, then waited for a close that never came.
+    const raw = await sendRawUntilClose(
+      stack.url,
+      'GET /debug/json?items=3 HTTP/1.0\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\nTE: chunked\r\nConnection: Keep-Alive, TE\r\n\r\n',
+    );
+    const bodyAt = raw.indexOf('\r\n\r\n') + 4;
+    const head = raw.slice(0, bodyAt).toLowerCase();
+    expect(statusesIn(raw)).toEqual([200]);
+    expect(head).not.toContain('transfer-encoding');
+    expect(head).toContain('connection: close\r\n');
+    const direct = await send(stack.upstreamUrl, 'GET', '/debug/json?items=3', LEGACY);
+    expectFaithfulPatch(Buffer.from(raw.slice(bodyAt), 'latin1'), direct.body);
+  });
 });
 
 describe('gzip responses are decoded, patched and re-encoded', () => {

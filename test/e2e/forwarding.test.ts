@@ -246,6 +246,44 @@ describe('1xx responses of the upstream (RFC 9110 §15.2)', () => {
   });
 });
 
+describe('a response of unknown length to an HTTP/1.0 client (RFC 9112 §6.1)', () => {
+  let raw: RawUpstream;
+  let stack: Stack;
+  beforeAll(async () => {
+    // The upstream answers chunked: the shim relays the body with no length of its own.
+    raw = await startRawUpstream((socket, received) => {
+      if (!received.includes('\r\n\r\n')) return;
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
+      socket.write('5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n');
+    });
+    stack = await startStack({ UPSTREAM_URL: raw.url });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await raw.close();
+  });
+
+  // A client that sends `TE: chunked` (an HTTP/1.0 proxy passing on an HTTP/1.1 client's TE, or a load
+  // tool's header): Node chunked the response and kept the connection open for it; the server MUST NOT
+  // send Transfer-Encoding to an HTTP/1.0 request. Its end is the close, whatever TE and keep-alive say.
+  it.each([
+    ['with TE: chunked and keep-alive', 'TE: chunked\r\nConnection: keep-alive, TE\r\n'],
+    ['with TE: chunked', 'TE: chunked\r\n'],
+    ['with keep-alive', 'Connection: keep-alive\r\n'],
+  ])('is delimited by the close, never chunked (%s)', async (_name, headers) => {
+    const text = await sendRawUntilClose(
+      stack.url,
+      `GET /stream HTTP/1.0\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n${headers}\r\n`,
+    );
+    const bodyAt = text.indexOf('\r\n\r\n') + 4;
+    const head = text.slice(0, bodyAt).toLowerCase();
+    expect(statusesIn(text)).toEqual([200]);
+    expect(head).not.toContain('transfer-encoding');
+    expect(head).toContain('connection: close\r\n');
+    expect(text.slice(bodyAt)).toBe('hello world');
+  });
+});
+
 describe('a 103 whose Link Node will not write', () => {
   it('is dropped; the response and the shim go on', async () => {
     const raw = await startRawUpstream((socket, received) => {
