@@ -49,6 +49,8 @@ interface Pipeline {
   readonly unanswered: ServerResponse[];
   /** The client asked to close after a request already parsed: later ones are never handled. */
   closing: boolean;
+  /** Requests parsed that will never be handled (see {@link pipelineInOrder}); one too many cuts. */
+  ignored: number;
   /**
    * The parser failed: its error response goes out once `remaining` more responses are done (RFC 9112
    * §9.3.2: responses in request order); nothing after it is handled.
@@ -57,7 +59,8 @@ interface Pipeline {
 }
 
 /**
- * Most requests of one connection parsed and not answered yet; one more closes the connection. Node
+ * Most requests of one connection parsed and not answered yet, or parsed and never to be handled
+ * while the connection closes; one more of either cuts the connection. Node
  * parses pipelined requests as fast as their bytes come, with a request and a response object each,
  * whatever answers them: one client pipelining a flood of small requests behind a slow one grew the
  * heap by 1.6 GB in 4.5 s. No real client pipelines this deep (browsers do not pipeline at all).
@@ -120,9 +123,10 @@ function neverChunkedForHttp10(req: IncomingMessage, res: ServerResponse): void 
  * when it is the one being handled (or the connection is closed, if its response already started),
  * else in its turn, the request itself never handled.
  *
- * At most {@link MAX_PIPELINED} requests of a connection wait; one more cuts the connection, as does
- * a request that comes while the connection closes. Per request: a map lookup, an array push and
- * shift, and one `close` listener (a shared function).
+ * At most {@link MAX_PIPELINED} requests of a connection wait; one more cuts the connection. Requests
+ * that will never be handled are read and dropped, their bodies with them, while the connection closes
+ * in stages; one more than {@link MAX_PIPELINED} of them cuts it. Per request: a map lookup, an array
+ * push and shift, and one `close` listener (a shared function).
  * @returns The listener for the server's `request`, `checkContinue` and `checkExpectation` events, and
  *   the `clientError` handler's part: where a parser error's response goes.
  */
@@ -163,15 +167,25 @@ function pipelineInOrder(handler: RequestListener): {
       const socket = req.socket;
       let pipeline = pipelines.get(socket);
       if (pipeline === undefined) {
-        pipeline = { unanswered: [], closing: false };
+        pipeline = { unanswered: [], closing: false, ignored: 0 };
         pipelines.set(socket, pipeline);
       }
-      if (pipeline.closing || pipeline.failed !== undefined) return;
-      if (!open(socket) || pipeline.unanswered.length >= MAX_PIPELINED) {
-        // A request after the body of one the shim refused while the connection closes in stages (it
-        // lingers, reading and dropping what the client still sends, runtime.ts), or one too many
-        // pipelined: the client sends requests nothing will answer. The connection is cut, so that
-        // they cannot pile up (each request Node parses is kept until the connection closes).
+      if (pipeline.closing || pipeline.failed !== undefined || !open(socket)) {
+        // Never handled: the client asked to close before it, the parser failed, or the connection
+        // closes in stages after a response that closed it (it lingers, reading and dropping what the
+        // client still sends, runtime.ts). A client that pipelines behind a response it could not know
+        // would close (HTTP/1.0 keep-alive, a body of unknown length) sends such requests in good
+        // faith: cutting the connection on the first one reset it under a client still sending, which
+        // then lost the response (httperf: EPIPE, the reply never read; RFC 9112 §9.6). Its body is
+        // read and dropped with the rest; a flood of them is cut below.
+        req.resume();
+        if (++pipeline.ignored > MAX_PIPELINED) socket.destroy();
+        return;
+      }
+      if (pipeline.unanswered.length >= MAX_PIPELINED) {
+        // One too many pipelined: the client sends requests faster than they are answered. The
+        // connection is cut, so that they cannot pile up (each request Node parses is kept until the
+        // connection closes).
         socket.destroy();
         return;
       }

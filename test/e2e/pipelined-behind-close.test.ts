@@ -1,0 +1,71 @@
+/**
+ * A client that pipelines behind a response that closes the connection, without knowing it would:
+ * an HTTP/1.0 client asking for keep-alive gets a response of unknown length, which only the close can
+ * delimit (a legacy client's patched body, an upstream's chunked one), so `Connection: close`. httperf
+ * (`--http-version=1.0 --burst-length 5`) writes its next requests while that response arrives. The
+ * shim cut the connection on the first request parsed while it closed in stages, and the client's next
+ * write met a reset: httperf stops at `EPIPE` without reading what it received, and lost 2 to 33 of
+ * every 100 replies (load-tool audit, 2026-11-26). RFC 9112 §9.6: a server closing a connection reads
+ * and drops what the client still sends, so that a reset cannot take the response with it; the
+ * requests are never handled, and a flood of them is still cut (test/security/pipeline-flood.test.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openRaw } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
+import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { type Stack, startStack } from '../helpers/stack.ts';
+
+const REQUEST =
+  'GET /stream HTTP/1.0\r\nConnection: keep-alive\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n\r\n';
+
+let raw: RawUpstream;
+let stack: Stack;
+let parsed = 0;
+beforeAll(async () => {
+  // A body of unknown length (chunked): to an HTTP/1.0 client it is delimited by the close.
+  raw = await startRawUpstream((socket, received) => {
+    if (!received.endsWith('\r\n\r\n')) return;
+    socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
+    socket.write('5\r\nhello\r\n0\r\n\r\n');
+  });
+  stack = await startStack({ UPSTREAM_URL: raw.url });
+  stack.server.on('request', () => {
+    parsed++;
+  });
+});
+afterAll(async () => {
+  await stack.close();
+  await raw.close();
+});
+
+describe('an HTTP/1.0 keep-alive client pipelining behind a close-delimited response', () => {
+  it('may go on writing: its requests are read and dropped, never handled, and nothing resets it', async () => {
+    const client = openRaw(stack.url, { allowHalfOpen: true });
+    let failed: Error | undefined;
+    client.socket.on('error', (err) => {
+      failed = err;
+    });
+    const ended = new Promise<void>((resolve) => client.socket.once('end', () => resolve()));
+    const before = parsed;
+    client.socket.write(REQUEST);
+    await ended; // the whole response, then the shim's FIN
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(client.text().toLowerCase()).toContain('\r\nconnection: close\r\n');
+    expect(client.text().endsWith('\r\n\r\nhello')).toBe(true);
+
+    // Two more requests, written as a pipelining client writes them: each once the one before was read.
+    for (const n of [2, 3]) {
+      client.socket.write(REQUEST);
+      await waitFor(() => parsed - before === n || failed !== undefined || client.socket.destroyed, {
+        what: `request ${n} read by the shim, or the connection reset`,
+      });
+      expect(failed).toBeUndefined();
+      expect(client.socket.destroyed).toBe(false);
+    }
+    // Only the first went upstream; the client ends its side and the shim closes without a reset.
+    expect(raw.received.join('').match(/GET \/stream /g)).toHaveLength(1);
+    client.socket.end();
+    await client.closed;
+    expect(failed).toBeUndefined();
+  });
+});
