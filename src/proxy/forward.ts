@@ -28,7 +28,7 @@ import {
   hasRequestBody,
   upstreamTarget,
 } from './outgoing-request.ts';
-import { headerValue } from './raw-headers.ts';
+import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
@@ -99,6 +99,26 @@ const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);
+
+/**
+ * Whether a HEAD response to a patched exchange says `Transfer-Encoding: chunked`, the framing of the
+ * patched GET (its length is unknown until it is sent). RFC 9112 §6.1 lets a server send it on a HEAD
+ * response (never to an HTTP/1.0 client, never on a 204 or 304), and RFC 9110 §9.3.2 asks a HEAD to
+ * carry the GET's fields. Without it the HEAD response has neither a length nor a coding, and llhttp —
+ * the parser of Node's HTTP client, under axios, got, node-fetch and superagent — takes it for a
+ * response delimited by the close: the client drops its keep-alive connection after every such HEAD
+ * (the upstream's own HEAD carries its `Content-Length`, and the connection is kept).
+ * @param status The upstream's final status.
+ * @param httpVersion The client's HTTP version (`req.httpVersion`).
+ * @returns `true` for an HTTP/1.1 client and a status with a body.
+ * @example
+ * headSaysChunked(200, '1.1') // → true
+ * headSaysChunked(200, '1.0') // → false
+ * headSaysChunked(304, '1.1') // → false
+ */
+function headSaysChunked(status: number, httpVersion: string): boolean {
+  return !BODILESS_STATUS.has(status) && !isHttp10OrOlder(httpVersion);
+}
 
 /** The 408's message for a streamed body that stopped arriving (SPEC §7: what is wrong, what to do). */
 const UPLOAD_STALLED =
@@ -265,7 +285,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (req.method === 'HEAD' || BODILESS_STATUS.has(status)) {
       // The headers the patched GET would carry (no length, weak validator), no body.
       patch.destroy();
-      res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
+      const head = responseHead(upstreamHead, extra, patchedHead);
+      if (req.method === 'HEAD' && headSaysChunked(status, req.httpVersion))
+        head.push('Transfer-Encoding', 'chunked');
+      res.writeHead(status, message, head);
       res.end();
       upstreamRes.resume();
       return;

@@ -24,7 +24,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
 import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/proxy/types.ts';
-import { getOutcome, getWhenWritesQueue, send } from '../helpers/http.ts';
+import { getOutcome, getWhenWritesQueue, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 
 const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
 
@@ -500,6 +500,56 @@ describe('responses without a body', () => {
     expect(reply.headers.etag).toBe('W/"h1"');
     expect(shim.seen.patches).toBe(1);
     expect(shim.seen.destroyed).toBe(1);
+  });
+
+  it("a HEAD says chunked, the patched GET's framing, so that Node's HTTP client keeps its connection", async () => {
+    // llhttp (Node's client parser, under axios, got, node-fetch, superagent) takes a response with
+    // neither a length nor a coding for one delimited by the close, HEAD or not: without the
+    // `Transfer-Encoding` an http.Agent opened a connection per HEAD (3 for 3).
+    const up = await upstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '4', etag: '"h1"' });
+      res.end(req.method === 'HEAD' ? undefined : 'aaa!');
+    });
+    const shim = await startCore(up.url);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    closers.push(async () => agent.destroy());
+    const sockets = new Set<Socket>();
+    const heads: IncomingHttpHeaders[] = [];
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve, reject) => {
+        const req = http.request(`${shim.url}/things`, { method: 'HEAD', headers: CLIENT, agent }, (res) => {
+          heads.push(res.headers);
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('socket', (s) => sockets.add(s));
+        req.on('error', reject);
+        req.end();
+      });
+    }
+    expect(sockets.size).toBe(1);
+    expect(heads.map((h) => h['transfer-encoding'])).toEqual(['chunked', 'chunked', 'chunked']);
+    expect(heads[0]?.['content-length']).toBeUndefined();
+
+    // No chunk is written after the HEAD's head: the GET pipelined behind it is the next response.
+    const raw = await sendRawUntilClose(
+      shim.url,
+      'HEAD /things HTTP/1.1\r\nHost: a\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n\r\n' +
+        'GET /things HTTP/1.1\r\nHost: a\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\nConnection: close\r\n\r\n',
+    );
+    expect(statusesIn(raw)).toEqual([200, 200]);
+    const [headResponse, getResponse] = raw.split(/(?=HTTP\/1\.1 200)/);
+    expect(headResponse).toMatch(/\r\nTransfer-Encoding: chunked\r\n/i);
+    expect(headResponse?.endsWith('\r\n\r\n')).toBe(true);
+    expect(getResponse).toMatch(/\r\n\r\n5\r\nAAA!!\r\n0\r\n\r\n$/);
+
+    // Never to an HTTP/1.0 client (RFC 9112 §6.1), whose GET would be delimited by the close.
+    const old = await sendRawUntilClose(
+      shim.url,
+      'HEAD /things HTTP/1.0\r\nService-Client-Version: 0.59.0\r\nX-Api-Key: k\r\n\r\n',
+    );
+    expect(statusesIn(old)).toEqual([200]);
+    expect(old.toLowerCase()).not.toContain('transfer-encoding');
   });
 
   it('a 304 carries the weak validator the 200 carried', async () => {
