@@ -2,6 +2,7 @@
  * Renames deprecated query parameter names to canonical ones, changing nothing but the name's bytes
  * (SPEC §5; service document part 9, rule 1: the canonical field wins).
  */
+import { isUtf8 } from 'node:buffer';
 import type { AliasRename } from './table.ts';
 
 /** Result of {@link rewriteQuery}. */
@@ -44,14 +45,57 @@ function baseName(key: string): [start: number, end: number] {
   return [0, key.length];
 }
 
-/** Percent-decodes a raw base name; `undefined` when it is not valid percent-encoded UTF-8. */
-function decodeName(raw: string): string | undefined {
-  if (!raw.includes('%')) return raw;
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return undefined;
+/** The byte a `%XX` escape at `at` encodes (two hex digits after the `%`), or -1 when it is malformed. */
+function escapedByte(raw: string, at: number): number {
+  if (raw.charCodeAt(at) !== 0x25 /* % */) return -1;
+  const high = hexValue(raw.charCodeAt(at + 1));
+  const low = hexValue(raw.charCodeAt(at + 2));
+  return high < 0 || low < 0 ? -1 : high * 16 + low;
+}
+
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  const lower = code | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x61 + 10 : -1;
+}
+
+/**
+ * Whether `decodeURIComponent(raw)` succeeds, found without letting it throw (ECMA-262 `Decode`): every
+ * `%` starts two hex digits; an escaped byte of 0x80 or more leads a UTF-8 sequence of 2 to 4 bytes
+ * whose continuation bytes are the escapes right after it, and the sequence is valid UTF-8 (RFC 3629:
+ * no overlong form, no surrogate, nothing above U+10FFFF; `isUtf8`). Linear in `raw`.
+ */
+function decodesAsUriComponent(raw: string): boolean {
+  let at = raw.indexOf('%');
+  while (at !== -1) {
+    const lead = escapedByte(raw, at);
+    if (lead < 0) return false;
+    at += 3;
+    if (lead >= 0x80) {
+      const length = lead >= 0xf8 ? 0 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 0;
+      if (length === 0) return false;
+      const sequence = new Uint8Array(length);
+      sequence[0] = lead;
+      for (let k = 1; k < length; k++, at += 3) {
+        const next = escapedByte(raw, at);
+        if (next < 0) return false;
+        sequence[k] = next;
+      }
+      if (!isUtf8(sequence)) return false;
+    }
+    at = raw.indexOf('%', at);
   }
+  return true;
+}
+
+/**
+ * Percent-decodes a raw base name; `undefined` when it is not valid percent-encoded UTF-8. Never lets
+ * `decodeURIComponent` throw: an exception per piece cost ~10 µs, so a 16 KiB query of 7,900 pieces
+ * `%&%&…` held the event loop ~85 ms where a query of the same size took 3 ms (fix 92).
+ */
+export function decodeName(raw: string): string | undefined {
+  if (!raw.includes('%')) return raw;
+  return decodesAsUriComponent(raw) ? decodeURIComponent(raw) : undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import qs from 'qs';
-import { describe, expect, it } from 'vitest';
-import { rewriteQuery } from '../../../src/aliases/rewrite-query.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { decodeName, rewriteQuery } from '../../../src/aliases/rewrite-query.ts';
 import { compileRoutes } from '../../../src/aliases/route-match.ts';
 import { ALIAS_TABLE } from '../../../src/aliases/table.ts';
 
@@ -208,4 +208,73 @@ describe('rewriteQuery — properties', () => {
       { numRuns: 1000 },
     );
   });
+});
+
+describe('decodeName — malformed escapes cost no exception (fix 92)', () => {
+  /** What the rewrite did before fix 92: `decodeURIComponent`, a throw meaning "no name". */
+  const reference = (raw: string): string | undefined => {
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return undefined;
+    }
+  };
+  /** Escapes that decode, and each way ECMA-262 `Decode` (RFC 3629) refuses one. */
+  const pieces = [
+    'a',
+    '%',
+    '%4',
+    '%41',
+    '%zz',
+    '%%41',
+    '%7f',
+    '%80', // a continuation byte leading
+    '%C3%A9',
+    '%c3',
+    '%c3a9', // the continuation not escaped
+    '%C3%41', // not a continuation byte
+    '%C0%AF', // overlong
+    '%E2%82%AC',
+    '%E2%82',
+    '%ED%A0%80', // a surrogate
+    '%F0%9F%98%80',
+    '%F4%90%80%80', // above U+10FFFF
+    '%F8%80%80%80%80',
+    '%FF',
+    '%5B',
+    'é',
+  ];
+
+  it('agrees with decodeURIComponent on every string of up to three pieces', () => {
+    for (const a of pieces)
+      for (const b of pieces)
+        for (const c of ['', ...pieces]) expect(decodeName(a + b + c), a + b + c).toBe(reference(a + b + c));
+  });
+
+  it('agrees with decodeURIComponent on arbitrary strings of escapes', () => {
+    const hex = fc.integer({ min: 0, max: 255 }).map((b) => `%${b.toString(16).padStart(2, '0')}`);
+    const text = fc
+      .array(fc.oneof(hex, fc.constantFrom('%', '%4', 'a', '%e0', '%f0', '%c2'), fc.string({ maxLength: 2 })))
+      .map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(text, (raw) => {
+        expect(decodeName(raw)).toBe(reference(raw));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it.each(['%', '%ff', '%e0%80', 'a%', '%C0%AF'])(
+    'a query of 10,000 pieces "%s" is judged without one exception',
+    (piece) => {
+      const decode = vi.spyOn(globalThis, 'decodeURIComponent');
+      try {
+        const q = Array(10_000).fill(piece).join('&');
+        expect(rewrite(q)).toEqual({ query: q, aliasesUsed: [] });
+        expect(decode.mock.results.filter((r) => r.type === 'throw')).toHaveLength(0);
+      } finally {
+        decode.mockRestore();
+      }
+    },
+  );
 });

@@ -3,7 +3,7 @@
  * whitespace (RFC 9110 §5.5), the protocol version.
  */
 import { IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   headerCount,
   headerValue,
@@ -70,6 +70,27 @@ describe('trimOws', () => {
     ['a b', 'a b'],
     ['  ', ''],
   ])('%j → %j (SP and HTAB only)', (value, expected) => expect(trimOws(value)).toBe(expected));
+
+  // Fix 91: the regular expression it replaced scanned an inner run of whitespace from each of its
+  // positions (quadratic; the end-to-end effect is in test/security/redos-header-whitespace.test.ts).
+  it.each<[string, string, string, number]>([
+    ['an inner run of 100,000 spaces', `a${' '.repeat(100_000)}b`, `a${' '.repeat(100_000)}b`, 2],
+    [
+      'an inner run of 100,000 tabs and spaces, OWS at both ends',
+      ` a${' \t'.repeat(50_000)}b\t`,
+      `a${' \t'.repeat(50_000)}b`,
+      4,
+    ],
+    ['100,000 spaces and nothing else', ' '.repeat(100_000), '', 100_000],
+  ])('examines each character at most once: %s', (_what, value, expected, most) => {
+    const reads = vi.spyOn(String.prototype, 'charCodeAt');
+    try {
+      expect(trimOws(value)).toBe(expected);
+      expect(reads.mock.calls.length).toBeLessThanOrEqual(most);
+    } finally {
+      reads.mockRestore();
+    }
+  });
 });
 
 describe('isHttp10OrOlder', () => {
