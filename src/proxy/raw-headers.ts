@@ -68,7 +68,7 @@ function isOws(code: number): boolean {
  * Linear: each end is walked inward once. The regular expression it replaces (`/^[ \t]+|[ \t]+$/g`)
  * tried `[ \t]+$` from every position of an inner run of whitespace, quadratic in the run's length:
  * ~120 ms of the event loop for one 16 KiB `Transfer-Encoding: a<spaces>b, chunked`, before any
- * credential check (docs/reliability.md fix 91).
+ * credential check (docs/reliability.md fix 82).
  * @example trimOws('\t chunked ') // → 'chunked'
  */
 export function trimOws(value: string): string {

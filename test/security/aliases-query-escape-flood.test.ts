@@ -1,5 +1,5 @@
 /**
- * Attack: a flood of malformed percent-escapes in a legacy client's query (docs/reliability.md fix 92).
+ * Attack: a flood of malformed percent-escapes in a legacy client's query (docs/reliability.md fix 83).
  * The query rewrite percent-decodes each parameter's name to compare it with the aliases; it did so
  * with `decodeURIComponent` in a `try`, and a malformed escape (`%`, `%ff`, `%e0%80`) made it throw: one
  * exception per parameter, ~10 µs each. A 16 KiB head with 7,900 parameters `%&%&…` (any API key)

@@ -1,5 +1,5 @@
 /**
- * Attack: ReDoS through optional whitespace (docs/reliability.md fix 91). The shim trims SP and HTAB
+ * Attack: ReDoS through optional whitespace (docs/reliability.md fix 82). The shim trims SP and HTAB
  * around `Transfer-Encoding` (hygiene gate, before any credential check) and around each element of a
  * client's `X-Forwarded-Host` and `X-Forwarded-Proto` (forwarder). The trim was `/^[ \t]+|[ \t]+$/g`,
  * which tries `[ \t]+$` from every position of a run of whitespace that something other than the

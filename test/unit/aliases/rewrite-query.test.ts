@@ -210,8 +210,8 @@ describe('rewriteQuery — properties', () => {
   });
 });
 
-describe('decodeName — malformed escapes cost no exception (fix 92)', () => {
-  /** What the rewrite did before fix 92: `decodeURIComponent`, a throw meaning "no name". */
+describe('decodeName — malformed escapes cost no exception (fix 83)', () => {
+  /** What the rewrite did before fix 83: `decodeURIComponent`, a throw meaning "no name". */
   const reference = (raw: string): string | undefined => {
     try {
       return decodeURIComponent(raw);

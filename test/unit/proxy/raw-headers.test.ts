@@ -71,7 +71,7 @@ describe('trimOws', () => {
     ['  ', ''],
   ])('%j → %j (SP and HTAB only)', (value, expected) => expect(trimOws(value)).toBe(expected));
 
-  // Fix 91: the regular expression it replaced scanned an inner run of whitespace from each of its
+  // Fix 82: the regular expression it replaced scanned an inner run of whitespace from each of its
   // positions (quadratic; the end-to-end effect is in test/security/redos-header-whitespace.test.ts).
   it.each<[string, string, string, number]>([
     ['an inner run of 100,000 spaces', `a${' '.repeat(100_000)}b`, `a${' '.repeat(100_000)}b`, 2],
