@@ -68,4 +68,38 @@ describe('an HTTP/1.0 keep-alive client pipelining behind a close-delimited resp
     await client.closed;
     expect(failed).toBeUndefined();
   });
+
+  it('reads and drops the body of a request that was already waiting when the response closed', async () => {
+    // The POST's head is parsed with the GET (one write), so it waits its turn behind the GET; when
+    // the GET's close-delimited response ends, the POST will never be handled. Its body must still be
+    // read: left unread, it stopped the socket's reads, and the client blocked mid-upload until the
+    // linger's reset (5 s), its response at risk (review of fixes 79–83, fix 84).
+    const body = Buffer.alloc(16 * 1024 * 1024, 0x20);
+    const client = openRaw(stack.url, { allowHalfOpen: true });
+    let failed: Error | undefined;
+    client.socket.on('error', (err) => {
+      failed = err;
+    });
+    const post =
+      'POST /stream HTTP/1.0\r\nConnection: keep-alive\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
+      `Content-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const before = raw.received.join('').match(/ \/stream /g)?.length ?? 0;
+    let written = false;
+    client.socket.write(REQUEST + post);
+    client.socket.write(body, () => {
+      written = true;
+    });
+    await waitFor(() => written || failed !== undefined, {
+      timeoutMs: 3_000,
+      what: 'the whole pipelined body taken by the shim (the linger would reset it at 5 s)',
+    });
+    expect(failed).toBeUndefined();
+    await waitFor(() => client.socket.readableEnded, { what: 'the response and the FIN' });
+    expect(client.text().endsWith('\r\n\r\nhello')).toBe(true);
+    client.socket.end();
+    await client.closed;
+    expect(failed).toBeUndefined();
+    // The GET alone reached the upstream; the POST, never handled, sent nothing.
+    expect(raw.received.join('').match(/ \/stream /g)?.length ?? 0).toBe(before + 1);
+  });
 });
