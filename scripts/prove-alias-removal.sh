@@ -9,7 +9,8 @@
 #      test/**/aliases-*.test.ts, bench/aliases-*.ts and docs/migration-guide.md (bash globstar: ** is
 #      any number of folders, none included); each pattern must match something
 #   4. delete the two lines of src/app.ts that mention aliasPlugin (the import, the registration in
-#      PLUGINS), then let Biome format src/app.ts and check it; drop the `docs:aliases` npm script
+#      PLUGINS), then let Biome format src/app.ts and check it; drop the `docs:aliases` npm script;
+#      delete this script and the two lines of .ci/run that run it
 #   5. delete the dashboard's alias-layer row; delete the layer's variables from deploy/*.yaml;
 #      regenerate docs/configuration.md (npm run docs:config)
 #   6. check that no TypeScript file in src/, test/, bench/ or scripts/ still mentions aliases/ or
@@ -88,6 +89,12 @@ npx biome check --write --vcs-enabled=false src/app.ts >/dev/null
 diff -u "$root/src/app.ts" src/app.ts || true
 npx biome check --vcs-enabled=false --diagnostic-level=error src/app.ts
 npm pkg delete scripts.docs:aliases
+# This proof and its step in .ci/run go too: once the layer is deleted, it has nothing left to delete.
+[ "$(grep -c 'prove-alias-removal' .ci/run || true)" = 2 ] ||
+  fail ".ci/run names prove-alias-removal on other than two lines (the step's title and its command)"
+rm scripts/prove-alias-removal.sh
+sed -i.bak '/prove-alias-removal/d' .ci/run && rm .ci/run.bak
+bash -n .ci/run
 
 echo "== the layer's dashboard row, deployment variables and configuration docs"
 node --input-type=module -e "

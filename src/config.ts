@@ -514,7 +514,7 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(10_000),
     default: '10000',
     meaning:
-      "Drain time after SIGTERM/SIGINT, in ms: in-flight requests may finish within it, then remaining connections are cut. Keep the orchestrator's grace period above it ([operations](operations.md#shutdown)).",
+      "Drain time after SIGTERM, SIGINT or SIGHUP, in ms: in-flight requests may finish within it, then remaining connections are cut. Keep the orchestrator's grace period above it ([operations](operations.md#shutdown)).",
   },
   LOG_LEVEL: {
     schema: parsers.str('info').pipe(

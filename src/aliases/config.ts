@@ -88,7 +88,7 @@ export const ALIAS_VARIABLES = {
       return result.windows;
     }),
     meaning:
-      'Comma-separated ISO 8601 intervals, `start/duration` (`2027-01-12T14:00Z/PT1H`) or `start/end`, each start and end a date-time with its time zone (seconds and their fraction optional; a date alone such as `2027-01-12` is refused: a window is a range of instants, write `2027-01-12T00:00Z`), during which the layer behaves as if deleted: no rewrites, no patches; requests that used an alias get `Warning: 299 - "… browned out …"` and `brownout: true` in the log. Windows must not overlap; durations are days, hours, minutes, seconds (`P1D`, `PT30M`), never zero.',
+      'Comma-separated ISO 8601 intervals, `start/duration` (`2027-01-12T14:00Z/PT1H`) or `start/end`, each start and end a date-time with its time zone (seconds and their fraction optional; a date alone such as `2027-01-12` is refused: a window is a range of instants, write `2027-01-12T00:00Z`), during which the layer behaves as if deleted: no rewrites, no patches; requests that used an alias get `Warning: 299 - "… browned out …"` and `brownout: true` in the log. Windows must not overlap, at most 1000 of them; durations are weeks, days, hours, minutes, seconds (`P1W`, `P1D`, `PT30M`, `PT0.5S`: at most three decimals), never zero, never years or months.',
   },
   CONSUMER_HEADER: {
     schema: parsers.optionalHeaderName,

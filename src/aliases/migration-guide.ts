@@ -16,6 +16,23 @@ import { ALIAS_TABLE, type AliasRow } from './table.ts';
 
 const UUID = 'c0000000-0000-4000-8000-000000000001';
 const TYPE_UUID = 'a0000000-0000-4000-8000-000000000003';
+/**
+ * The examples name the reference backend's seed data (`npm start`'s demo), so that each one runs as
+ * shown there: a mission, a project without required metadata (a mission created in it needs none).
+ */
+const MISSION_UUID = 'c0000000-0000-4000-8000-000000000001';
+const PROJECT_UUID = 'b0000000-0000-4000-8000-000000000002';
+
+/**
+ * The other members or parameters an example request needs besides the renamed one, by `METHOD /path`
+ * (the reference backend, like the service's whitelisting validation pipe, refuses unknown ones and
+ * requires its own): none unless listed.
+ */
+const EXAMPLE_CONTEXT: Readonly<Record<string, { body?: Record<string, unknown>; query?: string }>> = {
+  'POST /missions': { body: { name: 'example', projectUUID: PROJECT_UUID } },
+  'POST /projects': { body: { name: 'example' } },
+  'GET /files': { query: 'take=10' },
+};
 
 /**
  * An example value for a member, from its canonical name's shape (service document part 9): lists of
@@ -29,9 +46,12 @@ function exampleValue(canonical: string): unknown {
   return { [TYPE_UUID]: 'sunny' };
 }
 
-/** A concrete path for a route pattern (`:uuid` → an example UUID). */
+/** A concrete path for a route pattern (`:uuid` → a seeded mission's or project's UUID). */
 function concretePath(pattern: string): string {
-  return pattern.replace(/:[A-Za-z_][A-Za-z0-9_]*/g, UUID);
+  return pattern.replace(
+    /\/(\w+)\/:[A-Za-z_][A-Za-z0-9_]*/g,
+    (_, collection: string) => `/${collection}/${collection === 'projects' ? PROJECT_UUID : MISSION_UUID}`,
+  );
 }
 
 function anchor(row: AliasRow): string {
@@ -50,7 +70,8 @@ function title(row: AliasRow): string {
 function section(row: AliasRow): string[] {
   const lines = [`### ${title(row)}`, ''];
   if (row.where === 'body') {
-    const before = Buffer.from(JSON.stringify({ name: 'example', [row.alias]: exampleValue(row.canonical) }));
+    const context = EXAMPLE_CONTEXT[`${row.method} ${row.path}`]?.body ?? {};
+    const before = Buffer.from(JSON.stringify({ ...context, [row.alias]: exampleValue(row.canonical) }));
     const after = rewriteBody([row], before).body.toString();
     const path = concretePath(row.path!);
     lines.push(
@@ -77,7 +98,8 @@ function section(row: AliasRow): string[] {
     );
   } else if (row.where === 'query') {
     const value = exampleValue(row.canonical);
-    const before = `${row.alias}=${encodeURIComponent(String(value))}&take=10`;
+    const context = EXAMPLE_CONTEXT[`${row.method} ${row.path}`]?.query;
+    const before = `${row.alias}=${encodeURIComponent(String(value))}${context ? `&${context}` : ''}`;
     const after = rewriteQuery([row], before).query;
     const path = concretePath(row.path!);
     lines.push(

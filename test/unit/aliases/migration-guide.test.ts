@@ -24,8 +24,9 @@ describe('docs/migration-guide.md', () => {
   it('shows the rename the layer makes: the alias before, the canonical name after', () => {
     const row = ALIAS_TABLE.find((r) => r.where === 'body' && r.alias === 'ignoreTags')!;
     const guide = renderMigrationGuide([row]);
-    expect(guide).toContain('{"name":"example","ignoreTags":true}');
-    expect(guide).toContain('{"name":"example","ignoreMissingMetadata":true}');
+    const project = '"projectUUID":"b0000000-0000-4000-8000-000000000002"';
+    expect(guide).toContain(`{"name":"example",${project},"ignoreTags":true}`);
+    expect(guide).toContain(`{"name":"example",${project},"ignoreMissingMetadata":true}`);
     const query = renderMigrationGuide([
       ALIAS_TABLE.find((r) => r.where === 'query' && r.path === '/files')!,
     ]);
