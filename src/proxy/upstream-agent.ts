@@ -218,6 +218,28 @@ export function isEstablished(socket: Duplex | null): boolean {
   return s.connecting !== true && s._secureEstablished !== false;
 }
 
+/**
+ * How far a socket's writes have got: the bytes its kernel has taken (Node's `_bytesDispatched`, the
+ * bytes handed to libuv, less the handle's `writeQueueSize`, those libuv still holds), and whether
+ * libuv still holds some. The bytes taken grow whenever the peer's TCP window lets a queued write move,
+ * also in the middle of one write, which no event reports. For the write watchdogs of
+ * upstream-attempt.ts: Node's own idle timer (`socket.setTimeout`) lets a socket whose write queue
+ * changed since the last write (`kLastWriteQueueSize`, `net.Socket._onTimeout`) run one more full
+ * period, and a stuck write always looks changed there: a peer that vanished in the middle of an upload
+ * was cut after twice `UPSTREAM_TIMEOUT_MS` (docs/reliability.md fix 85).
+ * @param socket A socket: an upstream request's, or a client's.
+ * @returns `sent`, compared between two looks (a TLS socket counts its clear text, its queue the
+ *   encrypted bytes: a change is progress, the figure itself means nothing), and `queued`: libuv holds
+ *   bytes of a write (false while the socket connects: Node holds the writes then).
+ */
+export function writeProgress(socket: Duplex): { sent: number; queued: boolean } {
+  // Node's own fields (net.js); absent on a socket that is not a net.Socket: then no progress is seen
+  // and nothing is queued, and the watchdog never fires.
+  const s = socket as Duplex & { _bytesDispatched?: number; _handle?: { writeQueueSize?: number } | null };
+  const queue = s._handle?.writeQueueSize ?? 0;
+  return { sent: (s._bytesDispatched ?? 0) - queue, queued: queue > 0 };
+}
+
 /** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */
 export class SharedReadBufferAgent extends http.Agent {
   override createConnection(options: http.ClientRequestArgs): Duplex {

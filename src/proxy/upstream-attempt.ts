@@ -7,6 +7,7 @@
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
@@ -18,6 +19,7 @@ import {
   isEstablished,
   onNewConnection,
   type UpstreamTransport,
+  writeProgress,
 } from './upstream-agent.ts';
 import {
   decideUpstreamFailure,
@@ -184,6 +186,10 @@ export function createUpstreamAttempt(
           uploadStalled(f);
           return;
         }
+        timeOut();
+      };
+      /** The shim's own timeout, the upstream's fault: 504 before its head, an abort after it. */
+      const timeOut = () => {
         state.upstreamTimedOut = true;
         const err = upstreamError('upstream timed out', SHIM_TIMEOUT_CODE);
         upstreamReq.destroy(err);
@@ -205,7 +211,14 @@ export function createUpstreamAttempt(
       if (body === 'stream') {
         // A streamed body's upload is bounded by the idle timer once it has a socket; the head's
         // timer starts again when the body has been sent.
-        upstreamReq.once('socket', () => clearTimeout(headerTimer));
+        upstreamReq.once('socket', (socket) => {
+          clearTimeout(headerTimer);
+          // A write stuck in the socket (the upstream vanished, or stopped reading) is cut after
+          // UPSTREAM_TIMEOUT_MS, not after Node's idle timer, which gives it twice that (fix 85).
+          const stop = watchStuckWrites(socket, upstreamTimeoutMs, () => !failed && !headReceived, timeOut);
+          upstreamReq.once('finish', stop);
+          upstreamReq.once('close', stop);
+        });
         upstreamReq.on('finish', () => {
           if (!state.upstreamTimedOut && !headReceived)
             headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
@@ -299,6 +312,30 @@ export function createUpstreamAttempt(
         upstreamRes.on('close', () => {
           if (!upstreamRes.complete) fail(upstreamError('upstream response cut short', 'ECONNRESET'));
         });
+        // The upstream sent its response whole: its socket goes back to the pool (the response's
+        // `end`), or the upstream closes it (the request's `close`, which a response the client is slow
+        // to take can precede), and with it goes the idle timer that cut a client that stopped reading
+        // (fix 62). A tail the client's socket cannot send (the client vanished, or stopped reading: a
+        // slow-read attack) would otherwise hold the connection and its buffers until the kernel gives
+        // up (15 min), or for ever while a live client keeps its window shut (fix 86).
+        let watching = false;
+        const watchTail = () => {
+          if (watching || res.writableFinished || res.destroyed) return;
+          watching = true;
+          const stop = watchStuckWrites(
+            req.socket,
+            upstreamTimeoutMs,
+            () => !res.writableFinished && !res.destroyed,
+            () => {
+              state.exchange.logFields.clientStalled = true;
+              res.destroy();
+            },
+          );
+          res.on('finish', stop);
+          res.on('close', stop);
+        };
+        upstreamRes.on('end', watchTail);
+        upstreamReq.on('close', watchTail);
         try {
           relayResponse(f, upstreamRes, fail);
         } catch (err) {
@@ -317,6 +354,54 @@ export function createUpstreamAttempt(
     };
     send();
   };
+}
+
+/** How many looks per `UPSTREAM_TIMEOUT_MS` a write watchdog takes: a stuck write is cut within 11/10 of it. */
+export const WRITE_WATCH_LOOKS = 10;
+
+/**
+ * Watches a socket's writes: when it holds a write that has not moved for `timeoutMs` (its kernel took
+ * none of the bytes: the peer vanished without a FIN or RST — a dead node, a pulled cable, an expired
+ * NAT or conntrack entry — or it stopped reading), `onStuck` runs, once, within 11/10 of `timeoutMs`.
+ * Idle without a queued write, or while the socket connects, is not stuck. Used for the two writes no
+ * other timer bounds (docs/reliability.md fixes 85, 86): a streamed upload to the upstream, which
+ * Node's idle timer gave twice `UPSTREAM_TIMEOUT_MS` ({@link writeProgress}), and the tail of a
+ * response the upstream has sent whole, whose upstream socket, and its timer, are gone. nginx bounds
+ * both the same way: `proxy_send_timeout` and `send_timeout`, 60 s "between two successive write
+ * operations".
+ * @param socket The socket written to.
+ * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
+ * @param active Whether the write still matters (checked at every look; false ends the watch).
+ * @param onStuck What to do with a stuck write.
+ * @returns Ends the watch.
+ */
+function watchStuckWrites(
+  socket: Duplex,
+  timeoutMs: number,
+  active: () => boolean,
+  onStuck: () => void,
+): () => void {
+  let last = writeProgress(socket).sent;
+  let since = performance.now();
+  const timer = setInterval(
+    () => {
+      if (!active()) return stop();
+      const { sent, queued } = writeProgress(socket);
+      if (sent !== last || !queued || !isEstablished(socket)) {
+        last = sent;
+        since = performance.now();
+        return;
+      }
+      if (performance.now() - since < timeoutMs) return;
+      stop();
+      onStuck();
+    },
+    Math.max(1, Math.ceil(timeoutMs / WRITE_WATCH_LOOKS)),
+  );
+  // A bound, not a reason to keep the process alive (a drain's end cuts the sockets anyway).
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  return stop;
 }
 
 /**

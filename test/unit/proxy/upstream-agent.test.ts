@@ -13,6 +13,7 @@ import {
   onNewConnection,
   SharedReadBufferAgent,
   tlsServerName,
+  writeProgress,
 } from '../../../src/proxy/upstream-agent.ts';
 
 describe('tlsServerName', () => {
@@ -77,6 +78,30 @@ describe('isEstablished', () => {
   it('is true for a connected plain socket, or a TLS one after its handshake', () => {
     expect(isEstablished(socket({ connecting: false }))).toBe(true);
     expect(isEstablished(socket({ connecting: false, _secureEstablished: true }))).toBe(true);
+  });
+});
+
+describe('writeProgress (fix 85)', () => {
+  const socket = (dispatched: number | undefined, queue: number | undefined) =>
+    ({
+      _bytesDispatched: dispatched,
+      _handle: queue === undefined ? null : { writeQueueSize: queue },
+    }) as unknown as Duplex;
+
+  it('counts the bytes the kernel took: handed to libuv, less what libuv still holds', () => {
+    expect(writeProgress(socket(4_194_304, 36_757))).toEqual({ sent: 4_157_547, queued: true });
+    expect(writeProgress(socket(1_000, 0))).toEqual({ sent: 1_000, queued: false });
+  });
+
+  it('moves when the kernel takes part of a queued write, though no write completed', () => {
+    const before = writeProgress(socket(200_000, 70_000));
+    const after = writeProgress(socket(200_000, 65_000));
+    expect(after.sent).toBeGreaterThan(before.sent);
+    expect(after.queued).toBe(true);
+  });
+
+  it("sees nothing queued on a socket without a handle or Node's fields", () => {
+    expect(writeProgress(socket(undefined, undefined))).toEqual({ sent: 0, queued: false });
   });
 });
 
