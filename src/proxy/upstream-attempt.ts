@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
+import { resetStalledClient } from './client-reset.ts';
 import type { ExchangeState } from './exchange.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
@@ -163,7 +164,7 @@ export function createUpstreamAttempt(
           failed = true;
           state.exchange.logFields.clientStalled = true;
           upstreamReq.destroy();
-          res.destroy();
+          resetStalledClient(res);
           return;
         }
         if (
@@ -328,7 +329,7 @@ export function createUpstreamAttempt(
             () => !res.writableFinished && !res.destroyed,
             () => {
               state.exchange.logFields.clientStalled = true;
-              res.destroy();
+              resetStalledClient(res);
             },
           );
           res.on('finish', stop);

@@ -264,6 +264,33 @@ describe.concurrent('slow read', () => {
     socket.destroy();
   });
 
+  // Slow-read attack against the container's memory: a close (FIN) left everything the shim had written
+  // in the kernel's send buffer, charged to the container on cgroup v2 (up to the whole response, ~1.5 MiB
+  // for a 1.4 MB list; 1,000 such clients 1.4–1.7 GiB against a 512 MiB limit), for as long as the client
+  // kept its window shut after the cut. The cut is an abort now: RST, the queued bytes discarded
+  // (docs/reliability.md fix 88). Seen from the client: reading after the cut ends in ECONNRESET, not
+  // in the rest of the queued bytes and a clean end.
+  it('a slow-read attack is cut with a reset, so the bytes queued for it are dropped', async ({ expect }) => {
+    const diagnostics = await startDebugUpstream();
+    servers.push(diagnostics.server);
+    const stack = await shortTimeoutStack({
+      UPSTREAM_URL: diagnostics.url,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
+    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    const ended = new Promise<string>((resolve) => {
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      socket.on('end', () => resolve('end'));
+    });
+    socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
+    socket.pause();
+    await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), { what: 'the cut' });
+    await waitFor(async () => (await serverConnections(stack.server)) === 0, { what: 'the close' });
+    socket.resume(); // read now: what the kernel still held for it, then how the connection ended
+    await expect(ended).resolves.toBe('ECONNRESET');
+    socket.destroy();
+  });
+
   // A slow reader is the client's doing, not the upstream's: counted as an upstream timeout, any
   // client that stops reading for UPSTREAM_TIMEOUT_MS (a stalled mobile client behind a proxy with no
   // send timeout, such as Caddy; an attacker with slowhttptest -X) raised the upstream-error alert
