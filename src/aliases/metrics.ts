@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SemVer } from 'semver';
+import { startAtZero } from '../observability/metrics.ts';
 
 /** Distinct `client` label values kept; later ones are counted as `other`. */
 export const MAX_CLIENT_LABELS = 100;
@@ -74,10 +75,8 @@ export function createAliasMetrics(
     labelNames: ['route'] as const,
     registers: [registry],
   });
-  for (const route of brownoutRoutes) {
-    brownoutRequests.inc({ route }, 0);
-    brownoutRefusals.inc({ route }, 0);
-  }
+  startAtZero(brownoutRequests, 'route', brownoutRoutes);
+  startAtZero(brownoutRefusals, 'route', brownoutRoutes);
   new Gauge({
     name: ALIAS_CONSUMERS_METRIC,
     help: `Aliased requests of the ${TOP_CONSUMER_SERIES} heaviest consumers since the usage table was reset (GET /aliases/usage on the admin listener has the rest).`,

@@ -89,9 +89,16 @@ function decodesAsUriComponent(raw: string): boolean {
 }
 
 /**
- * Percent-decodes a raw base name; `undefined` when it is not valid percent-encoded UTF-8. Never lets
- * `decodeURIComponent` throw: an exception per piece cost ~10 µs, so a 16 KiB query of 7,900 pieces
- * `%&%&…` held the event loop ~85 ms where a query of the same size took 3 ms (fix 83).
+ * Percent-decodes a raw base name (RFC 3986 §2.1; the decoding of `decodeURIComponent`, ECMA-262
+ * `Decode`). Never lets `decodeURIComponent` throw: an exception per piece cost ~10 µs, so a 16 KiB
+ * query of 7,900 pieces `%&%&…` held the event loop ~85 ms where a query of the same size took 3 ms
+ * (docs/reliability.md fix 83).
+ * @param raw The name as it stands in the query string, still percent-encoded.
+ * @returns The decoded name; `raw` itself when it has no `%`; `undefined` when it is not valid
+ *   percent-encoded UTF-8 (a `%` without two hex digits, an invalid or cut UTF-8 sequence). Never throws.
+ * @example
+ * decodeName('t%61gs') // → 'tags'
+ * decodeName('%ff') // → undefined
  */
 export function decodeName(raw: string): string | undefined {
   if (!raw.includes('%')) return raw;

@@ -75,13 +75,11 @@ const UNPATCHED_REASONS: Readonly<Record<UnpatchedReason, true>> = {
  * @param counter A counter with one label.
  * @param label Its name.
  * @param values Every value the label takes.
+ * @throws Nothing of its own (prom-client's, for a label the counter does not have).
+ * @example startAtZero(upstreamErrors, 'kind', ['refused', 'reset']) // two series at 0
  */
-export function startAtZero<L extends string>(
-  counter: Counter<L>,
-  label: L,
-  values: Readonly<Record<string, true>>,
-): void {
-  for (const value of Object.keys(values)) counter.inc({ [label]: value } as Record<L, string>, 0);
+export function startAtZero<L extends string>(counter: Counter<L>, label: L, values: Iterable<string>): void {
+  for (const value of values) counter.inc({ [label]: value } as Record<L, string>, 0);
 }
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -120,9 +118,9 @@ export function createMetrics(withProcessMetrics = true): CoreMetrics {
     labelNames: ['reason'] as const,
     registers,
   });
-  startAtZero(upstreamErrors, 'kind', UPSTREAM_ERROR_KINDS);
-  startAtZero(rejections, 'reason', REJECTION_REASONS);
-  startAtZero(patchesSkipped, 'reason', UNPATCHED_REASONS);
+  startAtZero(upstreamErrors, 'kind', Object.keys(UPSTREAM_ERROR_KINDS));
+  startAtZero(rejections, 'reason', Object.keys(REJECTION_REASONS));
+  startAtZero(patchesSkipped, 'reason', Object.keys(UNPATCHED_REASONS));
   return {
     registry,
     routes,

@@ -13,6 +13,7 @@ import net from 'node:net';
  * Falls back to `res.destroy()` when the socket is not a plain TCP socket or is already gone.
  *
  * @param res The response whose client stalled (docs/reliability.md fixes 62, 86, 88).
+ * @throws Nothing: a socket that cannot be reset is destroyed instead.
  */
 export function resetStalledClient(res: ServerResponse): void {
   const socket = res.socket;

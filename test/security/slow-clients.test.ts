@@ -232,21 +232,33 @@ describe.concurrent('slow bodies holding every pooled upstream connection', () =
   });
 });
 
+/** A shim with {@link UPSTREAM_MS} as `UPSTREAM_TIMEOUT_MS` in front of the diagnostics upstream. */
+async function slowReadStack(): Promise<Stack> {
+  const diagnostics = await startDebugUpstream();
+  servers.push(diagnostics.server);
+  return shortTimeoutStack({ UPSTREAM_URL: diagnostics.url, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS) });
+}
+
+/**
+ * A client that asks `stack` for 1 GiB and never reads: the kernel buffers fill, then backpressure
+ * reaches the upstream. Its errors are ignored unless the caller listens too (events come after this
+ * returns).
+ */
+function neverReadingClient(stack: Stack): net.Socket {
+  const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+  socket.on('error', () => {});
+  socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
+  socket.pause();
+  return socket;
+}
+
 describe.concurrent('slow read', () => {
   it('a client that never reads is cut with its upstream after UPSTREAM_TIMEOUT_MS of backpressure', async ({
     expect,
   }) => {
-    const diagnostics = await startDebugUpstream();
-    servers.push(diagnostics.server);
-    const stack = await shortTimeoutStack({
-      UPSTREAM_URL: diagnostics.url,
-      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
-    });
+    const stack = await slowReadStack();
     const rssBefore = process.memoryUsage().rss;
-    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    socket.on('error', () => {});
-    socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
-    socket.pause(); // never read: the kernel buffers fill, then backpressure reaches the upstream
+    const socket = neverReadingClient(stack);
     await waitFor(async () => (await serverConnections(stack.server)) === 1, { what: 'the connection' });
     const started = performance.now();
     await expect.poll(() => serverConnections(stack.server), { timeout: 5_000, interval: 20 }).toBe(0);
@@ -271,19 +283,12 @@ describe.concurrent('slow read', () => {
   // (docs/reliability.md fix 88). Seen from the client: reading after the cut ends in ECONNRESET, not
   // in the rest of the queued bytes and a clean end.
   it('a slow-read attack is cut with a reset, so the bytes queued for it are dropped', async ({ expect }) => {
-    const diagnostics = await startDebugUpstream();
-    servers.push(diagnostics.server);
-    const stack = await shortTimeoutStack({
-      UPSTREAM_URL: diagnostics.url,
-      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
-    });
-    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    const stack = await slowReadStack();
+    const socket = neverReadingClient(stack);
     const ended = new Promise<string>((resolve) => {
       socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
       socket.on('end', () => resolve('end'));
     });
-    socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
-    socket.pause();
     await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), { what: 'the cut' });
     await waitFor(async () => (await serverConnections(stack.server)) === 0, { what: 'the close' });
     socket.resume(); // read now: what the kernel still held for it, then how the connection ended
@@ -296,16 +301,8 @@ describe.concurrent('slow read', () => {
   // send timeout, such as Caddy; an attacker with slowhttptest -X) raised the upstream-error alert
   // while the upstream was healthy (found with Caddy in front, 2026-11-26; docs/reliability.md fix 62).
   it('a client that never reads is not counted as an upstream failure', async ({ expect }) => {
-    const diagnostics = await startDebugUpstream();
-    servers.push(diagnostics.server);
-    const stack = await shortTimeoutStack({
-      UPSTREAM_URL: diagnostics.url,
-      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
-    });
-    const socket = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
-    socket.on('error', () => {});
-    socket.write(`GET /debug/bytes?n=${1024 ** 3} HTTP/1.1\r\n${AUTH}\r\n`);
-    socket.pause();
+    const stack = await slowReadStack();
+    const socket = neverReadingClient(stack);
     const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
       what: 'the request line',
     });
