@@ -4,6 +4,7 @@
  * RFC 8259).
  */
 import { ownsMemory } from '../proxy/body-pump.ts';
+import { tryReserveReusable } from '../proxy/buffer-budget.ts';
 import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../proxy/types.ts';
 import {
   JsonStreamScanner,
@@ -112,7 +113,8 @@ const EMPTY = Buffer.alloc(0);
 
 /**
  * Largest output buffer a response keeps for reuse once the socket has written it (bytes): the output
- * of a 64 KiB socket read with its insertions fits. Kept buffers are reserved from the budget.
+ * of a 64 KiB socket read with its insertions fits. Kept buffers are reserved from the budget, within
+ * its quarter for buffers kept for reuse (`reusableOutputCeiling`).
  */
 export const MAX_SPARE_OUTPUT = 256 * 1024;
 
@@ -149,7 +151,7 @@ function poolOutput(budget: BufferBudget | undefined, buffer: Buffer): boolean {
     pool = [];
     outputPools.set(budget, pool);
   }
-  if (pool.length >= OUTPUT_POOL_SIZE || !budget.tryReserve(buffer.length)) return false;
+  if (pool.length >= OUTPUT_POOL_SIZE || !tryReserveReusable(budget, buffer.length)) return false;
   pool.push(buffer);
   return true;
 }
@@ -329,7 +331,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     if (!keepable(lent)) return;
     if (this.#spare !== undefined && this.#spare.length >= lent.length) return;
     if (lent.length > this.#spareReserved) {
-      if (this.#budget !== undefined && !this.#budget.tryReserve(lent.length - this.#spareReserved)) return;
+      if (this.#budget !== undefined && !tryReserveReusable(this.#budget, lent.length - this.#spareReserved))
+        return;
       this.#spareReserved = lent.length;
     }
     this.#spare = lent;
@@ -601,8 +604,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
  * @returns A {@link ResponsePatch}: `write` returns the patched bytes of a chunk (the patch writes
  *   into that memory again only after `recycle` gave it back), `end` an empty buffer (nothing is held
  *   back); neither throws. `destroy` releases the budget. Memory: the held copies (≤ `maxValueBytes`),
- *   one output buffer kept for reuse (≤ {@link MAX_SPARE_OUTPUT}, reserved from the budget too; when
- *   the budget refuses it is simply not kept), and one byte per nesting level.
+ *   one output buffer kept for reuse (≤ {@link MAX_SPARE_OUTPUT}, reserved from the budget's quarter for
+ *   reuse; when that is full it is simply not kept), and one byte per nesting level.
  * @throws {Error} when `pairs` has more than 30 pairs (`MAX_PAIRS`: one bit each in a small-integer mask).
  * @example
  * const patch = createJsonPatch(responsePairs(), { maxValueBytes: 1 << 20 });

@@ -58,6 +58,33 @@ export function requestBodyShare(limit: number): number {
 }
 
 /**
+ * The use of a budget up to which a buffer kept only for reuse may still be reserved: a quarter of its
+ * limit. Such buffers (a response patch's spare output, the pool of idle ones) save allocations and
+ * collections, and hold nothing a response needs; a response that stalls keeps its spare for as long as
+ * it lasts. Kept only while the budget's total use stays within this ceiling, they never take from
+ * request bodies or from the values patches must hold the room the budget is for: without it, a few
+ * hundred clients that stop reading patched responses (slowhttptest -X) filled the default 64 MiB with
+ * spares, and every other patched response went out unpatched (`budget_exhausted`; docs/reliability.md
+ * fix 89).
+ * @param budget The process-wide budget.
+ * @returns The ceiling, in bytes, on the budget's total use for reservations of reusable buffers.
+ */
+export function reusableOutputCeiling(budget: BufferBudget): number {
+  return Math.floor(budget.limit / 4);
+}
+
+/**
+ * Reserves `bytes` for a buffer kept only for reuse ({@link reusableOutputCeiling}).
+ * @param budget The process-wide budget.
+ * @param bytes Bytes to reserve (non-negative).
+ * @returns false, reserving nothing, when the budget's use would pass the ceiling (the caller then
+ *   simply does not keep the buffer).
+ */
+export function tryReserveReusable(budget: BufferBudget, bytes: number): boolean {
+  return budget.used + bytes <= reusableOutputCeiling(budget) && budget.tryReserve(bytes);
+}
+
+/**
  * A reservation owned by one exchange: grows as bytes arrive and is released once, whatever the
  * exchange's fate (forwarded, rejected, aborted). It grows only while the budget's total use stays
  * within its `ceiling` (the whole budget unless given; request bodies: {@link requestBodyCeiling}).

@@ -3,7 +3,13 @@
  * releases that never widen it.
  */
 import { describe, expect, it } from 'vitest';
-import { createBufferBudget, Reservation, requestBodyCeiling } from '../../../src/proxy/buffer-budget.ts';
+import {
+  createBufferBudget,
+  Reservation,
+  requestBodyCeiling,
+  reusableOutputCeiling,
+  tryReserveReusable,
+} from '../../../src/proxy/buffer-budget.ts';
 
 describe('createBufferBudget', () => {
   it('reserves up to the limit exactly, then refuses without reserving', () => {
@@ -74,5 +80,22 @@ describe('Reservation', () => {
     body.release();
     expect(new Reservation(budget, 75).grow(50)).toBe(false); // 30 + 50 > 75
     expect(new Reservation(budget, 75).grow(45)).toBe(true);
+  });
+
+  it('buffers kept for reuse fill at most a quarter: the rest stays for bodies and held values (fix 89)', () => {
+    const budget = createBufferBudget(100);
+    expect(reusableOutputCeiling(budget)).toBe(25);
+    expect(tryReserveReusable(budget, 20)).toBe(true);
+    expect(tryReserveReusable(budget, 6)).toBe(false); // 26 > 25: nothing reserved
+    expect(tryReserveReusable(budget, 5)).toBe(true);
+    expect(budget.used).toBe(25);
+    // What must be held still has the other three quarters…
+    const value = new Reservation(budget);
+    expect(value.grow(75)).toBe(true);
+    // … and once the budget is used past the quarter by anything, nothing more is kept for reuse.
+    value.release();
+    budget.release(25);
+    expect(new Reservation(budget).grow(30)).toBe(true);
+    expect(tryReserveReusable(budget, 1)).toBe(false);
   });
 });
