@@ -144,6 +144,15 @@ const REPLACED: ReadonlySet<string> = new Set([
   'x-forwarded-host',
 ]);
 const RANGE: ReadonlySet<string> = new Set(['range', 'if-range']);
+
+/**
+ * A client's `Proxy` header is never forwarded ("httpoxy", CVE-2016-5385). No HTTP client has a use for
+ * it (it is no registered field), but a CGI-style upstream turns it into the environment variable
+ * `HTTP_PROXY` (RFC 3875 §4.1.18), which HTTP libraries (Go's `net/http`, Python's `urllib`, PHP Guzzle,
+ * curl) read as the proxy for the application's own outbound requests: the client would route them
+ * through a host of its choosing. httpoxy.org's advice is to drop the header at the edge.
+ */
+const HTTPOXY = 'proxy';
 /** Never dropped because `Connection` names it: the upstream needs it (SPEC §4 "the client's Host is kept"). */
 const KEPT: ReadonlySet<string> = new Set(['host']);
 
@@ -220,6 +229,7 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  *   dropped, named in `invalidForwarded`, and the request goes on (the `Host` it carries was valid).
  * - A header whose name with `_` spells a header the shim sets, strips or admits on, or a CGI
  *   meta-variable, is dropped and named in `underscored` ({@link isOwnedNameAlias}).
+ * - `Proxy` is dropped (httpoxy, CVE-2016-5385: see {@link HTTPOXY}).
  * - With `dropRange`: `Range` and `If-Range` dropped.
  * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
  *   upstream may send a body after the head; upstream-attempt.ts).
@@ -246,7 +256,7 @@ export function buildUpstreamHeaders(
   if (headers.host === undefined && options.upstreamHost !== undefined)
     out.push('Host', options.upstreamHost);
   for (const name in headers) {
-    if (REPLACED.has(name) || HOP_BY_HOP.has(name)) continue;
+    if (REPLACED.has(name) || HOP_BY_HOP.has(name) || name === HTTPOXY) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.dropRange && RANGE.has(name)) continue;
     if (replace && name === 'forwarded') continue;

@@ -234,6 +234,14 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'forwarded')).toEqual(['for=1.1.1.1;proto=https']);
   });
 
+  it('drops a client Proxy header (httpoxy, CVE-2016-5385), keeps others that start with it', () => {
+    const { headers } = buildUpstreamHeaders(
+      client({ proxy: ['http://evil.test:8080', 'http://evil.test:8081'], 'proxy-id': 'kept' }),
+    );
+    expect(values(headers, 'proxy')).toEqual([]);
+    expect(values(headers, 'proxy-id')).toEqual(['kept']);
+  });
+
   describe('header names with `_` for `-` (one variable to CGI-style upstreams: RFC 3875 §4.1.18)', () => {
     it('drops the spellings of headers the shim owns and CGI meta-variables, in every forwarding mode, and names them', () => {
       for (const forwardedHeaders of ['append', 'replace'] as const) {
