@@ -136,6 +136,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     ...(config.upstreamCa !== undefined && { upstreamCa: config.upstreamCa }),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
+    upstreamConnectTimeoutMs: config.upstreamConnectTimeoutMs,
     forwardedHeaders: config.forwardedHeaders,
     // The headers a request is admitted on: forwarded, and their spellings with `_` for `-` are not.
     admissionHeaders: new Set([config.apiKeyHeader, config.clientVersionHeader.toLowerCase()]),

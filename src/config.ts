@@ -67,6 +67,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** Idle pooled upstream connections are closed after this many ms (`UPSTREAM_IDLE_TIMEOUT_MS`). */
   upstreamIdleTimeoutMs: number;
+  /** A new upstream connection not established within this many ms → 502 (`UPSTREAM_CONNECT_TIMEOUT_MS`). */
+  upstreamConnectTimeoutMs: number;
   /** The client's `X-Forwarded-*` and `Forwarded`: appended to or replaced (`FORWARDED_HEADERS`, default `append`). */
   forwardedHeaders: ForwardedHeaders;
   /** Drain time after SIGTERM, in ms (`SHUTDOWN_TIMEOUT_MS`). */
@@ -498,6 +500,12 @@ export const CORE_VARIABLES = {
     meaning:
       'No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **after the headers, the client connection is aborted, not answered with 504** (a status was already sent; a cut body must never look complete). One exception: on a patched response whose first byte has not reached the client yet, the shim can still answer 504.',
   },
+  UPSTREAM_CONNECT_TIMEOUT_MS: {
+    schema: parsers.ms(5_000),
+    default: '5000',
+    meaning:
+      'A new upstream connection (TCP, and TLS for an `https:` upstream) not established within this many ms is given up: 502 (`shim_upstream_errors_total{kind="refused"}`, log cause `ESHIMCONNECTTIMEDOUT`), as for an unreachable host, instead of a 504 after `UPSTREAM_TIMEOUT_MS`. A host that drops packets (a partition, a dead node, a firewall) fails fast while the pool has no live connection to it; a request sent on a pooled connection still waits `UPSTREAM_TIMEOUT_MS`. The default, Envoy\'s, lets two SYN retransmissions (at 1 s and 3 s) through; the earlier of the two timeouts applies.',
+  },
   UPSTREAM_IDLE_TIMEOUT_MS: {
     schema: parsers.ms(4_000),
     default: '4000',
@@ -701,6 +709,7 @@ export function loadConfig(
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     upstreamIdleTimeoutMs: e.UPSTREAM_IDLE_TIMEOUT_MS,
+    upstreamConnectTimeoutMs: e.UPSTREAM_CONNECT_TIMEOUT_MS,
     forwardedHeaders: e.FORWARDED_HEADERS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,

@@ -126,11 +126,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   // The probes' own pool, with the traffic's TLS settings: clients holding every connection of the
   // forwarder's pool (slow uploads, slow readers) must not make every replica unready at once.
-  const probeTransport = createUpstreamTransport(
-    upstreamUrl,
-    config.upstreamCa,
-    config.upstreamIdleTimeoutMs,
-  );
+  const probeTransport = createUpstreamTransport(upstreamUrl, {
+    ...(config.upstreamCa !== undefined && { caPem: config.upstreamCa }),
+    idleTimeoutMs: config.upstreamIdleTimeoutMs,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+  });
   // Each probe's verdict; a change is logged once (with the cause of a failure), not every probe.
   let reachable: boolean | undefined;
   let cause = 'unknown';

@@ -46,6 +46,8 @@ export interface ForwarderOptions {
   upstreamCa?: string;
   /** Idle pooled upstream connections are closed after this many ms (`UPSTREAM_IDLE_TIMEOUT_MS`; default 4 s). */
   upstreamIdleTimeoutMs?: number;
+  /** A new upstream connection not established within this many ms → 502 (`UPSTREAM_CONNECT_TIMEOUT_MS`; default 5 s). */
+  upstreamConnectTimeoutMs?: number;
   /**
    * No response headers within this many ms after the request was sent → 504; a socket idle that
    * long in any phase → 504 before the head, an aborted response after it.
@@ -163,11 +165,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     metrics,
     logger,
   } = options;
-  const transport = createUpstreamTransport(
-    options.upstream,
-    options.upstreamCa,
-    options.upstreamIdleTimeoutMs,
-  );
+  const transport = createUpstreamTransport(options.upstream, {
+    ...(options.upstreamCa !== undefined && { caPem: options.upstreamCa }),
+    ...(options.upstreamIdleTimeoutMs !== undefined && { idleTimeoutMs: options.upstreamIdleTimeoutMs }),
+    ...(options.upstreamConnectTimeoutMs !== undefined && {
+      connectTimeoutMs: options.upstreamConnectTimeoutMs,
+    }),
+  });
   const { agent } = transport;
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { isIP, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type * as TlsModule from 'node:tls';
+import { CONNECT_TIMEOUT_CODE } from './upstream-error.ts';
 
 /**
  * Node's TLS modules, loaded by the first `https:` transport only: `node:https` and `node:tls` cost
@@ -40,6 +41,14 @@ export interface UpstreamTransport {
  * upstream request sets its own `timeout` (upstream-attempt.ts, `UPSTREAM_TIMEOUT_MS`; fix 44).
  */
 export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
+
+/**
+ * How long a new upstream connection may take to be ready for its request by default, in ms
+ * (`UPSTREAM_CONNECT_TIMEOUT_MS`): Envoy's `connect_timeout` (HAProxy's usual `timeout connect`, Caddy's
+ * `dial_timeout` is 3 s). Two SYN retransmissions (Linux sends them 1 s and 3 s after the first) fit in
+ * it; a host that answers none of them is as good as unreachable.
+ */
+export const UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * The pool's options: enough sockets for a busy sidecar, few idle ones kept, the most recent reused
@@ -240,10 +249,49 @@ export function writeProgress(socket: Duplex): { sent: number; queued: boolean }
   return { sent: (s._bytesDispatched ?? 0) - queue, queued: queue > 0 };
 }
 
-/** The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}). */
+/**
+ * Gives a new upstream connection `timeoutMs` to be ready for its request — TCP's handshake
+ * (`connect`), and for TLS its handshake too (`secureConnect`) — and destroys it with
+ * {@link CONNECT_TIMEOUT_CODE} after that: the request fails with 502 (`refused`, upstream-error.ts) at
+ * once instead of waiting `UPSTREAM_TIMEOUT_MS` for a host that drops its SYNs (a partition, a dead
+ * node, a firewall), as a proxy's connect timeout does (nginx `proxy_connect_timeout`, Envoy
+ * `connect_timeout`). A timer and two listeners per new connection; reused ones cost nothing.
+ * @param socket A connection just made by the agent, still connecting.
+ * @param timeoutMs `UPSTREAM_CONNECT_TIMEOUT_MS`.
+ * @returns `socket`.
+ */
+function withConnectDeadline(socket: Duplex, timeoutMs: number): Duplex {
+  const s = socket as Duplex & { encrypted?: boolean };
+  const timer = setTimeout(() => {
+    const err: NodeJS.ErrnoException = new Error(
+      `upstream connection not established within ${timeoutMs} ms`,
+    );
+    err.code = CONNECT_TIMEOUT_CODE;
+    s.destroy(err);
+  }, timeoutMs);
+  const clear = () => clearTimeout(timer);
+  s.once(s.encrypted === true ? 'secureConnect' : 'connect', clear);
+  s.once('close', clear);
+  return socket;
+}
+
+/**
+ * The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}) and
+ * must connect within a deadline ({@link withConnectDeadline}).
+ */
 export class SharedReadBufferAgent extends http.Agent {
+  readonly #connectTimeoutMs: number;
+  /**
+   * @param options Node's agent options.
+   * @param connectTimeoutMs See {@link withConnectDeadline} (default {@link UPSTREAM_CONNECT_TIMEOUT_MS}).
+   */
+  constructor(options?: http.AgentOptions, connectTimeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS) {
+    super(options);
+    this.#connectTimeoutMs = connectTimeoutMs;
+  }
   override createConnection(options: http.ClientRequestArgs): Duplex {
-    return withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, options);
+    const socket = withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, options);
+    return withConnectDeadline(socket, this.#connectTimeoutMs);
   }
 }
 
@@ -251,10 +299,15 @@ export class SharedReadBufferAgent extends http.Agent {
 function sharedReadBufferHttpsAgent(
   https: typeof HttpsModule,
   options: HttpsModule.AgentOptions,
+  connectTimeoutMs: number,
 ): http.Agent {
   class SharedReadBufferHttpsAgent extends https.Agent {
     override createConnection(connection: http.ClientRequestArgs): Duplex {
-      return withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, connection);
+      const socket = withSharedReadBuffer(
+        (o) => super.createConnection(o as http.ClientRequestArgs)!,
+        connection,
+      );
+      return withConnectDeadline(socket, connectTimeoutMs);
     }
   }
   return new SharedReadBufferHttpsAgent(options);
@@ -286,23 +339,42 @@ export function upstreamRequest(protocol: string): typeof http.request {
   throw new Error(`unsupported upstream protocol ${protocol}`);
 }
 
+/** Options of {@link createUpstreamTransport}. */
+export interface UpstreamTransportOptions {
+  /** For `https:`: PEM certificates trusted in addition to Node's root store (`UPSTREAM_CA_FILE`). */
+  readonly caPem?: string;
+  /**
+   * Idle pooled connections are closed after this many ms, or 1 s before the upstream's
+   * `Keep-Alive: timeout` hint when that is sooner (`UPSTREAM_IDLE_TIMEOUT_MS`; default
+   * {@link UPSTREAM_IDLE_TIMEOUT_MS}).
+   */
+  readonly idleTimeoutMs?: number;
+  /**
+   * A new connection not ready for its request within this many ms is destroyed: 502
+   * (`UPSTREAM_CONNECT_TIMEOUT_MS`; default {@link UPSTREAM_CONNECT_TIMEOUT_MS}; {@link withConnectDeadline}).
+   */
+  readonly connectTimeoutMs?: number;
+}
+
 /**
  * Creates the transport for an upstream URL.
  * @param upstream `http://…` or `https://…`.
- * @param caPem For `https:`: PEM certificates trusted in addition to Node's root store (`UPSTREAM_CA_FILE`).
- * @param idleTimeoutMs Idle pooled connections are closed after this many ms, or 1 s before the
- *   upstream's `Keep-Alive: timeout` hint when that is sooner (`UPSTREAM_IDLE_TIMEOUT_MS`).
+ * @param options The TLS trust, the idle and the connect timeouts ({@link UpstreamTransportOptions}).
  * @throws {Error} for another protocol (the configuration accepts only these two).
  */
 export function createUpstreamTransport(
   upstream: URL,
-  caPem?: string,
-  idleTimeoutMs: number = UPSTREAM_IDLE_TIMEOUT_MS,
+  options: UpstreamTransportOptions = {},
 ): UpstreamTransport {
+  const {
+    caPem,
+    idleTimeoutMs = UPSTREAM_IDLE_TIMEOUT_MS,
+    connectTimeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS,
+  } = options;
   const hostname = upstream.hostname.startsWith('[') ? upstream.hostname.slice(1, -1) : upstream.hostname;
   if (upstream.protocol === 'http:') {
     return {
-      agent: new SharedReadBufferAgent(pool(idleTimeoutMs)),
+      agent: new SharedReadBufferAgent(pool(idleTimeoutMs), connectTimeoutMs),
       request: http.request,
       target: { protocol: 'http:', hostname, port: Number(upstream.port || 80) },
     };
@@ -310,16 +382,20 @@ export function createUpstreamTransport(
   if (upstream.protocol === 'https:') {
     const https = load('node:https') as typeof HttpsModule;
     const { rootCertificates } = load('node:tls') as typeof TlsModule;
-    const agent = sharedReadBufferHttpsAgent(https, {
-      ...pool(idleTimeoutMs),
-      rejectUnauthorized: true,
-      // Announce HTTP/1.1 (ALPN, RFC 7301), the only protocol the pool speaks: an upstream that serves
-      // only h2 (Node's `http2.createSecureServer` without `allowHTTP1`) then fails the handshake
-      // (`no_application_protocol`: 502, `/readyz` 503) instead of answering with its own HTTP/1.0 403
-      // "Missing ALPN Protocol", which the shim relayed to clients and the probe took for ready (fix 55).
-      ALPNProtocols: ['http/1.1'],
-      ...(caPem !== undefined && { ca: [...rootCertificates, caPem] }),
-    });
+    const agent = sharedReadBufferHttpsAgent(
+      https,
+      {
+        ...pool(idleTimeoutMs),
+        rejectUnauthorized: true,
+        // Announce HTTP/1.1 (ALPN, RFC 7301), the only protocol the pool speaks: an upstream that serves
+        // only h2 (Node's `http2.createSecureServer` without `allowHTTP1`) then fails the handshake
+        // (`no_application_protocol`: 502, `/readyz` 503) instead of answering with its own HTTP/1.0 403
+        // "Missing ALPN Protocol", which the shim relayed to clients and the probe took for ready (fix 55).
+        ALPNProtocols: ['http/1.1'],
+        ...(caPem !== undefined && { ca: [...rootCertificates, caPem] }),
+      },
+      connectTimeoutMs,
+    );
     return {
       agent,
       request: upstreamRequest('https:'),

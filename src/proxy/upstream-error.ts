@@ -21,7 +21,15 @@ export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([
   'DELETE',
 ]);
 
+/**
+ * Error code the shim gives a new upstream connection not established within
+ * `UPSTREAM_CONNECT_TIMEOUT_MS` (upstream-agent.ts). Classified `refused`: the upstream could not be
+ * reached (SPEC §4: unreachable → 502), as for `EHOSTUNREACH`; no byte of the request was sent.
+ */
+export const CONNECT_TIMEOUT_CODE = 'ESHIMCONNECTTIMEDOUT';
+
 const REFUSED = new Set([
+  CONNECT_TIMEOUT_CODE,
   'ECONNREFUSED',
   'EHOSTUNREACH',
   'ENETUNREACH',

@@ -5,16 +5,15 @@
  * real sockets (no nock in this file: it intercepts every socket while active); faults injected at the
  * HTTP-client level are in upstream-faults-nock.test.ts.
  */
-import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
-import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UPSTREAM_IDLE_TIMEOUT_MS } from '../../src/proxy/upstream-agent.ts';
 import { getOutcome, type Reply, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+import { startUnconnectableUpstream } from '../helpers/unconnectable-upstream.ts';
 
 const stacks: Stack[] = [];
 const upstreams: RawUpstream[] = [];
@@ -38,42 +37,6 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-/**
- * An upstream address whose connections are never established: a listener on a thread that is blocked
- * (it accepts nothing) with its accept queue filled (backlog 1: two connections on Linux), so that the
- * kernel drops every later SYN and a connect stays pending, retransmitting, until the caller gives up.
- */
-async function unconnectableUpstream(): Promise<{ url: string; close(): Promise<void> }> {
-  const gate = new Int32Array(new SharedArrayBuffer(4));
-  const worker = new Worker(
-    `const { parentPort, workerData } = require('node:worker_threads');
-     const server = require('node:net').createServer();
-     server.listen({ host: '127.0.0.1', port: 0, backlog: 1 }, () => {
-       parentPort.postMessage(server.address().port);
-       Atomics.wait(workerData, 0, 0);
-     });`,
-    { eval: true, workerData: gate },
-  );
-  const [port] = (await once(worker, 'message')) as [number];
-  const fillers: net.Socket[] = [];
-  let connected = 0;
-  for (let i = 0; i < 2; i++) {
-    const filler = net.connect(port, '127.0.0.1', () => connected++);
-    filler.on('error', () => {});
-    fillers.push(filler);
-  }
-  await waitFor(() => connected === 2, { what: 'the accept queue filled' });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    async close() {
-      for (const filler of fillers) filler.destroy();
-      Atomics.store(gate, 0, 1);
-      Atomics.notify(gate, 0);
-      await worker.terminate();
-    },
-  };
 }
 
 /** GET /missions through the shim as a 1.0 client, reporting whether the body arrived complete. */
@@ -172,10 +135,15 @@ describe('before response headers', () => {
       // 37); a connection the upstream takes longer to establish (SYNs lost, a listener that cannot
       // keep up) is not idle: it was cut with a 504 after 4 s whatever UPSTREAM_TIMEOUT_MS said.
       // Concurrent: each test closes its own stack and upstream (the file's afterEach would close the
-      // other's while it runs).
-      const upstream = await unconnectableUpstream();
+      // other's while it runs). The connect timeout (UPSTREAM_CONNECT_TIMEOUT_MS, 5 s: a 502, fix 91;
+      // test/e2e/vanished-peers.test.ts) is set beyond UPSTREAM_TIMEOUT_MS here: the earlier applies.
+      const upstream = await startUnconnectableUpstream();
       const upstreamMs = UPSTREAM_IDLE_TIMEOUT_MS + 1_500;
-      const stack = await startStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: String(upstreamMs) });
+      const stack = await startStack({
+        UPSTREAM_URL: upstream.url,
+        UPSTREAM_TIMEOUT_MS: String(upstreamMs),
+        UPSTREAM_CONNECT_TIMEOUT_MS: '60000',
+      });
       try {
         const started = performance.now();
         const reply = await send(stack.url, body === undefined ? 'GET' : 'POST', '/missions', CURRENT, body);

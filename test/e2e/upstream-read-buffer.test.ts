@@ -149,7 +149,9 @@ describe('SharedReadBufferAgent', () => {
       const cert = readFileSync(join(dir, 'cert.pem'));
       const { port } = await startUpstream({ tls: { key, cert } });
       // The shim's own https: pool, trusting the test certificate as UPSTREAM_CA_FILE would.
-      const transport = createUpstreamTransport(new URL(`https://localhost:${port}`), cert.toString());
+      const transport = createUpstreamTransport(new URL(`https://localhost:${port}`), {
+        caPem: cert.toString(),
+      });
       agents.push(transport.agent);
       const length = 4 * UPSTREAM_READ_BUFFER_BYTES + 999;
       const results = await Promise.all(

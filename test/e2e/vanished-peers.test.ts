@@ -18,6 +18,12 @@
  *
  * The partition is simulated by peers that never read: the kernel's buffers fill and the shim's writes
  * stop, as for a peer that is gone.
+ *
+ * An upstream host that drops the shim's SYNs (a partition before the connection, a dead node, a
+ * firewall): each request waited `UPSTREAM_TIMEOUT_MS` (60 s) for a 504, however long the host had been
+ * gone. A new connection is now given `UPSTREAM_CONNECT_TIMEOUT_MS` (5 s), then 502 (fix 91). Simulated
+ * by a listener whose accept queue is full: Linux drops the SYNs it cannot queue
+ * (test/helpers/unconnectable-upstream.ts).
  */
 
 import { once } from 'node:events';
@@ -28,6 +34,7 @@ import { writeProgress } from '../../src/proxy/upstream-agent.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+import { startUnconnectableUpstream } from '../helpers/unconnectable-upstream.ts';
 
 const TIMEOUT_MS = 1_500;
 
@@ -189,5 +196,51 @@ describe('a client that vanishes with the tail of a whole upstream response unse
       () => new Promise<boolean>((resolve) => stack.server.getConnections((_, n) => resolve(n === 0))),
       { what: 'the client connection closed' },
     );
+  });
+});
+
+describe('an upstream host that drops SYNs (a partition before the connection)', () => {
+  it('gets 502 after UPSTREAM_CONNECT_TIMEOUT_MS, not 504 after UPSTREAM_TIMEOUT_MS', async () => {
+    const CONNECT_MS = 300;
+    const upstream = await startUnconnectableUpstream();
+    cleanup.push(() => upstream.close());
+    const stack = await startStack({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_CONNECT_TIMEOUT_MS: String(CONNECT_MS),
+      UPSTREAM_TIMEOUT_MS: '30000',
+    });
+    cleanup.push(() => stack.close());
+
+    const started = performance.now();
+    const res = await fetch(`${stack.url}/user/me`, { headers: CURRENT });
+    const ms = performance.now() - started;
+    expect(res.status).toBe(502);
+    expect(await res.json()).toMatchObject({ error: expect.any(String) });
+    // Without the fix: the 504 after 30 s (the test's own timeout first).
+    expect(ms).toBeGreaterThanOrEqual(CONNECT_MS);
+    expect(ms).toBeLessThan(10_000);
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ res: { statusCode: 502 }, upstreamError: 'ESHIMCONNECTTIMEDOUT' });
+    expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="refused"\} 1/);
+  });
+
+  it('an https: upstream that takes the connection and never answers the TLS handshake: 502 the same way', async () => {
+    const CONNECT_MS = 300;
+    const stack = await startStack({
+      UPSTREAM_URL: (await deafUpstream()).replace('http:', 'https:'),
+      UPSTREAM_CONNECT_TIMEOUT_MS: String(CONNECT_MS),
+      UPSTREAM_TIMEOUT_MS: '30000',
+    });
+    cleanup.push(() => stack.close());
+    const started = performance.now();
+    const res = await fetch(`${stack.url}/user/me`, { headers: CURRENT });
+    expect(res.status).toBe(502);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ upstreamError: 'ESHIMCONNECTTIMEDOUT' });
   });
 });

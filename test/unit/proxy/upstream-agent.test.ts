@@ -55,7 +55,7 @@ describe('createUpstreamTransport', () => {
 
   it('https with a CA bundle: trusted in addition to Node’s roots', () => {
     const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
-    const t = createUpstreamTransport(new URL('https://127.0.0.1'), pem);
+    const t = createUpstreamTransport(new URL('https://127.0.0.1'), { caPem: pem });
     const options = (t.agent as https.Agent & { options: https.AgentOptions }).options;
     expect(options.ca).toEqual([...rootCertificates, pem]);
     expect(t.target).toMatchObject({ port: 443, servername: '' });

@@ -30,6 +30,7 @@ const failure = (over: Partial<UpstreamFailure> = {}): UpstreamFailure => ({
 describe('upstreamErrorKind', () => {
   it.each<[string | undefined, string]>([
     ['ECONNREFUSED', 'refused'],
+    ['ESHIMCONNECTTIMEDOUT', 'refused'], // UPSTREAM_CONNECT_TIMEOUT_MS: unreachable, nothing sent
     ['ENOTFOUND', 'refused'],
     ['DEPTH_ZERO_SELF_SIGNED_CERT', 'refused'],
     ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'refused'],
