@@ -354,6 +354,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         forwardedHeaders,
         rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
         dropRange: state.rangesRefused,
+        patchedValidators: state.rangesRefused,
         upstreamHost,
         ...(admissionHeaders !== undefined && { admissionHeaders }),
       },

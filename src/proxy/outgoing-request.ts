@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
 import { isHostSyntax } from './host-syntax.ts';
 import { trimOws } from './raw-headers.ts';
+import { upstreamIfNoneMatch } from './validators.ts';
 
 /**
  * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
@@ -122,6 +123,11 @@ export interface UpstreamHeaderOptions {
   /** Drop `Range` and `If-Range`: a response hook may patch the body, so the full 200 is needed (RFC 9110 §14.2). */
   readonly dropRange?: boolean;
   /**
+   * A response hook may patch the body: `If-None-Match` goes with the patched tags only, as the
+   * upstream's (validators.ts `upstreamIfNoneMatch`), or not at all.
+   */
+  readonly patchedValidators?: boolean;
+  /**
    * The upstream's authority (`host[:port]`, `URL.host`), sent as `Host` when the client sent none: an
    * HTTP/1.0 request may lack it, but the upstream request is HTTP/1.1, which must carry one (RFC 9112
    * §3.2; RFC 9110 §7.2: the target URI's authority).
@@ -231,6 +237,8 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  *   meta-variable, is dropped and named in `underscored` ({@link isOwnedNameAlias}).
  * - `Proxy` is dropped (httpoxy, CVE-2016-5385: see {@link HTTPOXY}).
  * - With `dropRange`: `Range` and `If-Range` dropped.
+ * - With `patchedValidators`: `If-None-Match` as {@link upstreamIfNoneMatch} makes it (RFC 9110 §8.8.3:
+ *   the client's tags of a patched response mapped back, the others dropped), or dropped.
  * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
  *   upstream may send a body after the head; upstream-attempt.ts).
  *
@@ -259,6 +267,11 @@ export function buildUpstreamHeaders(
     if (REPLACED.has(name) || HOP_BY_HOP.has(name) || name === HTTPOXY) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.dropRange && RANGE.has(name)) continue;
+    if (options.patchedValidators && name === 'if-none-match') {
+      const forwarded = upstreamIfNoneMatch(text(headers[name]));
+      if (forwarded !== undefined) out.push(name, forwarded);
+      continue;
+    }
     if (replace && name === 'forwarded') continue;
     if (isOwnedNameAlias(name, options.admissionHeaders)) {
       if (underscored === undefined) underscored = [name];

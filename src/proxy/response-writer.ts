@@ -5,6 +5,7 @@
  * be answered with a 502.
  */
 import { endToEndRawHeaders } from './hop-by-hop.ts';
+import { patchedEtag } from './validators.ts';
 
 /**
  * Adds a header name to a `Vary` value (RFC 9110 §12.5.5): no duplicate (compared case-insensitively),
@@ -51,16 +52,7 @@ export function revalidationKeepsVary(status: number, upstreamVary: string | und
 }
 
 /**
- * A strong entity tag made weak (RFC 9110 §8.8.1): a patched body is no longer byte-identical, but
- * still the same resource state; a weak tag stays weak.
- * @example weakEtag('"v1"') // → 'W/"v1"'
- */
-export function weakEtag(etag: string): string {
-  return etag.startsWith('W/') ? etag : `W/${etag}`;
-}
-
-/**
- * What a patched body makes false: its length, its strong validator (weakened instead), and digests of
+ * What a patched body makes false: its length, its validator (weakened and marked instead), and digests of
  * the upstream's bytes (RFC 9530 `Content-Digest`, `Repr-Digest`; RFC 3230 `Digest`; RFC 1864
  * `Content-MD5`), which a client that checks them would find wrong: dropped rather than recomputed,
  * since a digest of a streamed body is known only at its end.
@@ -93,7 +85,7 @@ export interface UpstreamHead {
 export interface ResponseHeadOptions {
   /**
    * The body will be patched (or this is a bodiless response to a patched exchange): no
-   * `Content-Length`, a strong `ETag` made weak, no digest of the upstream's bytes.
+   * `Content-Length`, the `ETag` made weak and marked, no digest of the upstream's bytes.
    */
   readonly patched: boolean;
   /** Request header the response varies on, merged into `Vary`; `undefined`: `Vary` untouched. */
@@ -107,7 +99,7 @@ export interface ResponseHeadOptions {
  *
  * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
  *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
- * - `options.patched`: no `Content-Length` (the body goes chunked), strong `ETag` made weak (SPEC §6), no
+ * - `options.patched`: no `Content-Length` (the body goes chunked), `ETag` made weak and marked (SPEC §6; validators.ts `patchedEtag`), no
  *   digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
  * - `options.varyName`: merged into `Vary` with {@link mergeVary}.
  * - `options.rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
@@ -121,7 +113,7 @@ export interface ResponseHeadOptions {
  * @param options Patched, the `Vary` name, ranges refused ({@link ResponseHeadOptions}).
  * @example
  * responseHead({ rawHeaders: ['ETag', '"a"'], etag: '"a"', vary: undefined }, ['Warning', 'w'], { patched: true, varyName: 'V' })
- * // → ['ETag', 'W/"a"', 'Vary', 'V', 'Warning', 'w']
+ * // → ['ETag', 'W/"a+patched"', 'Vary', 'V', 'Warning', 'w']
  */
 export function responseHead(
   upstream: UpstreamHead,
@@ -132,7 +124,7 @@ export function responseHead(
   const flags =
     (patched ? PATCHED : 0) | (varyName === undefined ? 0 : VARIED) | (rangesRefused ? RANGES_REFUSED : 0);
   const head = endToEndRawHeaders(upstream.rawHeaders, dropSets[flags]);
-  if (patched && upstream.etag !== undefined) head.push('ETag', weakEtag(upstream.etag));
+  if (patched && upstream.etag !== undefined) head.push('ETag', patchedEtag(upstream.etag));
   if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
   if (rangesRefused) head.push('Accept-Ranges', 'none');
   // Judged on the end-to-end head (an exposure the upstream made hop-by-hop is gone).

@@ -1,0 +1,77 @@
+/**
+ * Entity tags of patched responses (SPEC §6; RFC 9110 §8.8.3). A response a hook patches is another
+ * representation than the upstream's: its tag must differ from the upstream's under the weak comparison
+ * that `If-None-Match` uses (RFC 9110 §13.1.2, §8.8.3.3: representations selected by content negotiation
+ * have distinct tags). `W/"x"` and `"x"` are weakly equal, and browsers revalidate a stored response of
+ * another `Vary` variant with its tag: Chromium (150), holding a current client's `"x"` and asked by a
+ * legacy client of the same page (`Vary: Service-Client-Version` mismatch), sends `If-None-Match: "x"`
+ * and, on the upstream's 304, serves the stored body to the legacy client, and the reverse. So a patched
+ * response carries the upstream's tag weakened **and marked** (`W/"x+patched"`), and a patching
+ * exchange's `If-None-Match` goes upstream with the marked tags unmarked and every other tag dropped:
+ * those name a representation this client is not served (another variant's, or an unpatched one).
+ */
+
+/** Appended to the opaque part of a patched response's entity tag. */
+const PATCHED_MARK = '+patched';
+
+/**
+ * The entity tags of an `If-None-Match` or `If-Match` value, as written (RFC 9110 §8.8.3, §13.1.2):
+ * `W/"x"` or `"x"` each, in order; `*` as `*`. Commas inside the quotes belong to the tag. A malformed
+ * member ends the list (what was read before it is returned).
+ * @param value The header value (Node joins repeated fields with `, `), or `undefined`.
+ * @returns The tags, e.g. `['W/"a"', '"b,c"']` for `W/"a", "b,c"`.
+ */
+export function entityTags(value: string | undefined): string[] {
+  const tags: string[] = [];
+  if (value === undefined) return tags;
+  let at = 0;
+  for (;;) {
+    while (at < value.length && (value[at] === ' ' || value[at] === '\t' || value[at] === ',')) at++;
+    if (at >= value.length) return tags;
+    if (value[at] === '*') {
+      tags.push('*');
+      at++;
+      continue;
+    }
+    const start = at;
+    if (value.startsWith('W/', at)) at += 2;
+    if (value[at] !== '"') return tags;
+    const close = value.indexOf('"', at + 1);
+    if (close === -1) return tags;
+    tags.push(value.slice(start, close + 1));
+    at = close + 1;
+  }
+}
+
+/**
+ * The entity tag of a patched response: the upstream's made weak (its bytes differ, RFC 9110 §8.8.1)
+ * and marked, so that it is weakly equal to no tag the upstream sends (RFC 9110 §8.8.3).
+ * @param etag The upstream's `ETag`, strong or weak.
+ * @example patchedEtag('"v1"') // → 'W/"v1+patched"'
+ * @example patchedEtag('W/"419-abc"') // → 'W/"419-abc+patched"'
+ */
+export function patchedEtag(etag: string): string {
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag;
+  if (opaque.length < 2 || !opaque.startsWith('"') || !opaque.endsWith('"')) return `W/${opaque}`;
+  return `W/${opaque.slice(0, -1)}${PATCHED_MARK}"`;
+}
+
+/**
+ * A patching exchange's `If-None-Match` as the upstream must see it: each tag of a patched response
+ * ({@link patchedEtag}) as the upstream's tag (weak form: `If-None-Match` compares weakly), `*` kept,
+ * every other tag dropped (RFC 9110 §13.1.2: the client asks whether its copy is current, and a copy
+ * with such a tag is not the representation this client is served).
+ * @param value The client's `If-None-Match` (repeats joined with `, `), or `undefined`.
+ * @returns The value to forward, or `undefined` to forward none.
+ * @example upstreamIfNoneMatch('W/"v1+patched"') // → 'W/"v1"'
+ * @example upstreamIfNoneMatch('"v1"') // → undefined: a current client's copy, or an unpatched one
+ */
+export function upstreamIfNoneMatch(value: string | undefined): string | undefined {
+  const kept: string[] = [];
+  for (const tag of entityTags(value)) {
+    if (tag === '*') kept.push(tag);
+    else if (tag.startsWith('W/') && tag.endsWith(`${PATCHED_MARK}"`))
+      kept.push(tag.slice(0, -PATCHED_MARK.length - 1) + '"');
+  }
+  return kept.length === 0 ? undefined : kept.join(', ');
+}

@@ -1,0 +1,38 @@
+/**
+ * Entity tags of patched responses (RFC 9110 §8.8.3, §13.1.2): the patched representation's tag is
+ * weakly equal to none of the upstream's, and a patching exchange's If-None-Match names the upstream's
+ * tags of the patched representations only.
+ */
+import { describe, expect, it } from 'vitest';
+import { patchedEtag, upstreamIfNoneMatch } from '../../../src/proxy/validators.ts';
+
+describe('patchedEtag', () => {
+  it.each([
+    ['"v1"', 'W/"v1+patched"'],
+    ['W/"v1"', 'W/"v1+patched"'], // Express' default weak tag: the patched one must differ from it too
+    ['""', 'W/"+patched"'],
+    ['W/"419-flWQoAi7+neNESML7qNdrng9uAQ"', 'W/"419-flWQoAi7+neNESML7qNdrng9uAQ+patched"'],
+  ])('%s → %s', (etag, expected) => expect(patchedEtag(etag)).toBe(expected));
+
+  it('is weakly equal to no upstream tag it came from, and maps back', () => {
+    for (const etag of ['"v1"', 'W/"v1"', '"a,b"']) {
+      const patched = patchedEtag(etag);
+      expect(patched.replace(/^W\//, '')).not.toBe(etag.replace(/^W\//, ''));
+      expect(upstreamIfNoneMatch(patched)).toBe(`W/${etag.replace(/^W\//, '')}`);
+    }
+  });
+});
+
+describe('upstreamIfNoneMatch', () => {
+  it.each<[string | undefined, string | undefined]>([
+    [undefined, undefined],
+    ['', undefined],
+    ['W/"v1+patched"', 'W/"v1"'],
+    ['"v1"', undefined], // another variant's copy (a current client's, shared by a browser cache), or unpatched
+    ['W/"v1"', undefined], // likewise: weakly equal to the upstream's own tag
+    ['"v1", W/"v2+patched", W/"v3"', 'W/"v2"'],
+    ['*', '*'],
+    ['"v1+patched"', undefined], // a strong tag is never the shim's
+    ['W/"a,b+patched"', 'W/"a,b"'],
+  ])('%j → %j', (value, expected) => expect(upstreamIfNoneMatch(value)).toBe(expected));
+});
