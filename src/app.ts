@@ -12,7 +12,12 @@ import { clientVersionGate, outdatedClientWarning } from './gates/client-version
 import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
-import { type CoreMetrics, methodLabel, routeShape } from './observability/metrics.ts';
+import {
+  type CoreMetrics,
+  methodLabel,
+  registerBufferBudgetGauges,
+  routeShape,
+} from './observability/metrics.ts';
 import { createRequestLog } from './observability/request-log.ts';
 import { createBufferBudget } from './proxy/buffer-budget.ts';
 import {
@@ -83,6 +88,7 @@ export interface Shim {
 export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
   const budget = createBufferBudget(config.maxBufferedBytes);
+  registerBufferBudgetGauges(metrics.registry, budget);
   const context: PluginContext = {
     logger,
     registry: metrics.registry,

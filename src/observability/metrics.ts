@@ -3,9 +3,9 @@
  * come from the instance's {@link RouteLabels}, never from raw paths.
  */
 import { createHash } from 'node:crypto';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RejectionReason } from '../proxy/errors.ts';
-import type { UnpatchedReason } from '../proxy/types.ts';
+import type { BufferBudget, UnpatchedReason } from '../proxy/types.ts';
 import type { UpstreamErrorKind } from '../proxy/upstream-error.ts';
 
 /** The core metric set, registered on one registry. */
@@ -80,6 +80,38 @@ const UNPATCHED_REASONS: Readonly<Record<UnpatchedReason, true>> = {
  */
 export function startAtZero<L extends string>(counter: Counter<L>, label: L, values: Iterable<string>): void {
   for (const value of values) counter.inc({ [label]: value } as Record<L, string>, 0);
+}
+
+/**
+ * Registers the gauges of the process-wide buffer budget (`MAX_BUFFERED_BYTES`, issue 9 item 2):
+ * `shim_buffered_bytes`, the bytes reserved now (request bodies held for a rewrite, values response
+ * patches hold, output buffers kept for reuse), and `shim_buffered_bytes_limit`, the limit; both read at
+ * scrape time. The headroom, before `shim_rejections_total{reason="buffer_budget"}` or
+ * `shim_response_patches_skipped_total{reason="budget_exhausted"}` start counting.
+ * @param registry The registry to register them on (once per budget).
+ * @param budget The budget the shim reserves from.
+ * @throws {Error} from prom-client when the registry already holds a metric of either name.
+ */
+export function registerBufferBudgetGauges(
+  registry: Registry,
+  budget: Readonly<Pick<BufferBudget, 'used' | 'limit'>>,
+): void {
+  new Gauge({
+    name: 'shim_buffered_bytes',
+    help: 'Bytes reserved from MAX_BUFFERED_BYTES now: request bodies held for a rewrite, values response patches hold, output buffers kept for reuse.',
+    registers: [registry],
+    collect() {
+      this.set(budget.used);
+    },
+  });
+  new Gauge({
+    name: 'shim_buffered_bytes_limit',
+    help: 'MAX_BUFFERED_BYTES: the most bytes the shim holds for rewrites and patches at once.',
+    registers: [registry],
+    collect() {
+      this.set(budget.limit);
+    },
+  });
 }
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

@@ -286,11 +286,24 @@ describe('slowhttptest -B against the buffer budget (MAX_BUFFERED_BYTES=4mb)', (
     const clients = await openSlowpokes(shim.url, 8, missionBody(MiB), 8);
     await settled(clients, 5);
     expect(clients.filter((c) => statusOf(c.received()) === 0)).toHaveLength(3);
+    // The gauges show what the three held bodies take of the budget (all but their last byte each).
+    await waitFor(
+      async () => (await metric(shim!.adminUrl, /^shim_buffered_bytes (\d+)/m)) >= 3 * (MiB - 1),
+      {
+        what: 'shim_buffered_bytes to count the held bodies',
+      },
+    );
+    expect(await metric(shim.adminUrl, /^shim_buffered_bytes (\d+)/m)).toBeLessThanOrEqual(3 * MiB);
+    expect(await metric(shim.adminUrl, /^shim_buffered_bytes_limit (\d+)/m)).toBe(4 * MiB);
     const served = await wellBehaved(shim.url);
     expect(served.getBody).toBe('[{"uuid":"1","metadata":["m"],"tags":["m"]}]');
     expect(
       await metric(shim.adminUrl, /shim_response_patches_skipped_total\{reason="budget_exhausted"\} (\d+)/),
     ).toBe(0);
     for (const c of clients) c.socket.destroy();
+    // Everything is given back once the clients are gone.
+    await waitFor(async () => (await metric(shim!.adminUrl, /^shim_buffered_bytes (\d+)/m)) === 0, {
+      what: 'shim_buffered_bytes back to 0',
+    });
   }, 60_000);
 });
