@@ -504,7 +504,7 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(5_000),
     default: '5000',
     meaning:
-      'A new upstream connection (TCP, and TLS for an `https:` upstream) not established within this many ms is given up: 502 (`shim_upstream_errors_total{kind="refused"}`, log cause `ESHIMCONNECTTIMEDOUT`), as for an unreachable host, instead of a 504 after `UPSTREAM_TIMEOUT_MS`. A host that drops packets (a partition, a dead node, a firewall) fails fast while the pool has no live connection to it; a request sent on a pooled connection still waits `UPSTREAM_TIMEOUT_MS`. The default, Envoy\'s, lets two SYN retransmissions (at 1 s and 3 s) through; the earlier of the two timeouts applies.',
+      'A new upstream connection (TCP, and TLS for an `https:` upstream) not established within this many ms of its name being resolved is given up: 502 (`shim_upstream_errors_total{kind="refused"}`, log cause `ESHIMCONNECTTIMEDOUT`), as for an unreachable host, instead of a 504 after `UPSTREAM_TIMEOUT_MS`. A host that drops packets (a partition, a dead node, a firewall) fails fast while the pool has no live connection to it; a request sent on a pooled connection still waits `UPSTREAM_TIMEOUT_MS`. The default, Envoy\'s, lets two SYN retransmissions (at 1 s and 3 s) through; the earlier of the two timeouts applies. Resolving the name is not counted (as nginx, Envoy and HAProxy do not): a slow resolver is bounded by `UPSTREAM_TIMEOUT_MS`.',
   },
   UPSTREAM_IDLE_TIMEOUT_MS: {
     schema: parsers.ms(4_000),

@@ -124,7 +124,8 @@ export interface UpstreamHeaderOptions {
   readonly dropRange?: boolean;
   /**
    * A response hook may patch the body: `If-None-Match` goes with the patched tags only, as the
-   * upstream's (validators.ts `upstreamIfNoneMatch`), or not at all.
+   * upstream's (validators.ts `upstreamIfNoneMatch`), or not at all; beside it, no `If-Modified-Since`
+   * (RFC 9110 §13.1.3).
    */
   readonly patchedValidators?: boolean;
   /**
@@ -238,7 +239,10 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  * - `Proxy` is dropped (httpoxy, CVE-2016-5385: see {@link HTTPOXY}).
  * - With `dropRange`: `Range` and `If-Range` dropped.
  * - With `patchedValidators`: `If-None-Match` as {@link upstreamIfNoneMatch} makes it (RFC 9110 §8.8.3:
- *   the client's tags of a patched response mapped back, the others dropped), or dropped.
+ *   the client's tags of a patched response mapped back, the others dropped), or dropped; and when the
+ *   client sent `If-None-Match`, its `If-Modified-Since` is dropped (RFC 9110 §13.1.3: ignored beside
+ *   `If-None-Match`; forwarded alone, it would answer for the tags the shim dropped: a legacy client
+ *   holding the unpatched copy of a JSON resource, from a brownout or another variant, got a 304 for it).
  * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
  *   upstream may send a body after the head; upstream-attempt.ts).
  *
@@ -263,6 +267,12 @@ export function buildUpstreamHeaders(
   let underscored: string[] | undefined;
   if (headers.host === undefined && options.upstreamHost !== undefined)
     out.push('Host', options.upstreamHost);
+  // RFC 9110 §13.1.3: a recipient MUST ignore If-Modified-Since when If-None-Match is present. The
+  // upstream may see fewer tags (none) than the client sent, never the date the client's tags override.
+  const dropModifiedSince =
+    options.patchedValidators === true &&
+    headers['if-none-match'] !== undefined &&
+    !listed.includes('if-none-match');
   for (const name in headers) {
     if (REPLACED.has(name) || HOP_BY_HOP.has(name) || name === HTTPOXY) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
@@ -272,6 +282,7 @@ export function buildUpstreamHeaders(
       if (forwarded !== undefined) out.push(name, forwarded);
       continue;
     }
+    if (dropModifiedSince && name === 'if-modified-since') continue;
     if (replace && name === 'forwarded') continue;
     if (isOwnedNameAlias(name, options.admissionHeaders)) {
       if (underscored === undefined) underscored = [name];

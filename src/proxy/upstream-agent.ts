@@ -255,24 +255,45 @@ export function writeProgress(socket: Duplex): { sent: number; queued: boolean }
  * {@link CONNECT_TIMEOUT_CODE} after that: the request fails with 502 (`refused`, upstream-error.ts) at
  * once instead of waiting `UPSTREAM_TIMEOUT_MS` for a host that drops its SYNs (a partition, a dead
  * node, a firewall), as a proxy's connect timeout does (nginx `proxy_connect_timeout`, Envoy
- * `connect_timeout`). A timer and two listeners per new connection; reused ones cost nothing.
- * @param socket A connection just made by the agent, still connecting.
+ * `connect_timeout`). For a host name the deadline starts once it is resolved (the socket's `lookup`),
+ * as nginx's, Envoy's and HAProxy's do (they resolve apart from connecting): a slow resolver (glibc
+ * waits 5 s for a nameserver that does not answer before asking the next one) is the upstream request's
+ * own timeout's to bound (`UPSTREAM_TIMEOUT_MS`), not a reason to give up a connection that had not
+ * started. A timer and three listeners per new connection; reused ones cost nothing.
+ * @param socket A connection just made by the agent, still connecting (or resolving).
  * @param timeoutMs `UPSTREAM_CONNECT_TIMEOUT_MS`.
+ * @param resolves Whether the socket first resolves a host name (the agent's `host` is no IP address:
+ *   Node's `net` emits `lookup` then, and only then).
  * @returns `socket`.
  */
-function withConnectDeadline(socket: Duplex, timeoutMs: number): Duplex {
+function withConnectDeadline(socket: Duplex, timeoutMs: number, resolves: boolean): Duplex {
   const s = socket as Duplex & { encrypted?: boolean };
-  const timer = setTimeout(() => {
-    const err: NodeJS.ErrnoException = new Error(
-      `upstream connection not established within ${timeoutMs} ms`,
-    );
-    err.code = CONNECT_TIMEOUT_CODE;
-    s.destroy(err);
-  }, timeoutMs);
-  const clear = () => clearTimeout(timer);
+  let timer: NodeJS.Timeout | undefined;
+  const start = () => {
+    if (s.destroyed) return;
+    timer = setTimeout(() => {
+      const err: NodeJS.ErrnoException = new Error(
+        `upstream connection not established within ${timeoutMs} ms`,
+      );
+      err.code = CONNECT_TIMEOUT_CODE;
+      s.destroy(err);
+    }, timeoutMs);
+  };
+  const clear = () => {
+    clearTimeout(timer);
+    s.off('lookup', start);
+  };
+  if (resolves) s.once('lookup', start);
+  else start();
   s.once(s.encrypted === true ? 'secureConnect' : 'connect', clear);
   s.once('close', clear);
   return socket;
+}
+
+/** Whether a connection to the agent's `host` starts with a name resolution ({@link withConnectDeadline}). */
+function resolvesName(options: http.ClientRequestArgs): boolean {
+  const host = options.host ?? options.hostname ?? 'localhost';
+  return isIP(host) === 0;
 }
 
 /**
@@ -291,7 +312,7 @@ export class SharedReadBufferAgent extends http.Agent {
   }
   override createConnection(options: http.ClientRequestArgs): Duplex {
     const socket = withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, options);
-    return withConnectDeadline(socket, this.#connectTimeoutMs);
+    return withConnectDeadline(socket, this.#connectTimeoutMs, resolvesName(options));
   }
 }
 
@@ -307,7 +328,7 @@ function sharedReadBufferHttpsAgent(
         (o) => super.createConnection(o as http.ClientRequestArgs)!,
         connection,
       );
-      return withConnectDeadline(socket, connectTimeoutMs);
+      return withConnectDeadline(socket, connectTimeoutMs, resolvesName(connection));
     }
   }
   return new SharedReadBufferHttpsAgent(options);

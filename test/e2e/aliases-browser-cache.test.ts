@@ -75,3 +75,84 @@ describe.each([
     expect(currentAgain.headers.etag).toBe(tag);
   });
 });
+
+/**
+ * The same mix-up through `If-Modified-Since` (review of fix 92): a client holding a response with an
+ * `ETag` and a `Last-Modified` revalidates it with both (browsers do for a stored response of the same
+ * variant, curl's `-z` with an etag file, HTTP caches). Fix 92 drops a legacy client's unmarked tags,
+ * so the upstream saw the date alone, evaluated it (RFC 9110 §13.1.3 lets it only when `If-None-Match`
+ * is absent) and answered 304: a legacy client's copy fetched during a brownout (the upstream's body,
+ * without `tags`) was kept after the brownout, and the same for another variant's copy. The upstream
+ * here evaluates the preconditions in RFC 9110 §13.2.2's order (express' `fresh` does too).
+ */
+describe('a legacy copy without aliases, revalidated with both validators', () => {
+  const LAST_MODIFIED = 'Wed, 25 Nov 2026 10:00:00 GMT';
+  const TAG = '"v1"';
+  let upstream: http.Server;
+  let during: Stack;
+  let after: Stack;
+  beforeAll(async () => {
+    upstream = http.createServer((req, res) => {
+      const head = { etag: TAG, 'last-modified': LAST_MODIFIED, 'cache-control': 'no-cache' };
+      const inm = req.headers['if-none-match'];
+      const ims = req.headers['if-modified-since'];
+      const notModified =
+        inm !== undefined
+          ? inm.split(',').some((t) => t.trim().replace(/^W\//, '') === TAG)
+          : ims !== undefined && Date.parse(ims) >= Date.parse(LAST_MODIFIED);
+      if (notModified) return res.writeHead(304, head).end();
+      res.writeHead(200, { ...head, 'content-type': 'application/json' }).end(BODY);
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const { port } = upstream.address() as AddressInfo;
+    const UPSTREAM_URL = `http://127.0.0.1:${port}`;
+    // A brownout for the whole test, and the same shim outside one.
+    during = await startStack({
+      UPSTREAM_URL,
+      ALIAS_BROWNOUTS: `${new Date(Date.now() - 60_000).toISOString()}/PT1H`,
+    });
+    after = await startStack({ UPSTREAM_URL });
+  });
+  afterAll(async () => {
+    await during.close();
+    await after.close();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+
+  it('a copy fetched during a brownout gets the aliases after it', async () => {
+    const browned = await send(during.url, 'GET', '/missions', LEGACY);
+    expect(browned.text).toBe(BODY);
+    expect(browned.headers.etag).toBe(TAG);
+    const revalidated = await send(after.url, 'GET', '/missions', {
+      ...LEGACY,
+      'if-none-match': TAG,
+      'if-modified-since': String(browned.headers['last-modified']),
+    });
+    expect(revalidated.status).toBe(200);
+    expect(revalidated.text).toBe('{"data":[{"uuid":"m1","metadata":{"a":1},"tags":{"a":1}}],"count":1}');
+    expect(revalidated.headers.etag).toBe('W/"v1+patched"');
+  });
+
+  it('a current client’s copy revalidated by a legacy client gets the aliases', async () => {
+    const current = await send(after.url, 'GET', '/missions', CURRENT);
+    const legacy = await send(after.url, 'GET', '/missions', {
+      ...LEGACY,
+      'if-none-match': String(current.headers.etag),
+      'if-modified-since': String(current.headers['last-modified']),
+    });
+    expect(legacy.status).toBe(200);
+    expect(legacy.text).toContain('"tags"');
+  });
+
+  it('the patched copy still gets its 304, with both validators or the date alone', async () => {
+    const patched = await send(after.url, 'GET', '/missions', LEGACY);
+    for (const validators of [
+      { 'if-none-match': String(patched.headers.etag), 'if-modified-since': LAST_MODIFIED },
+      { 'if-modified-since': LAST_MODIFIED },
+    ]) {
+      const again = await send(after.url, 'GET', '/missions', { ...LEGACY, ...validators });
+      expect(again.status).toBe(304);
+      expect(again.headers.etag).toBe('W/"v1+patched"');
+    }
+  });
+});

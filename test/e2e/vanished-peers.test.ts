@@ -23,14 +23,17 @@
  * firewall): each request waited `UPSTREAM_TIMEOUT_MS` (60 s) for a 504, however long the host had been
  * gone. A new connection is now given `UPSTREAM_CONNECT_TIMEOUT_MS` (5 s), then 502 (fix 91). Simulated
  * by a listener whose accept queue is full: Linux drops the SYNs it cannot queue
- * (test/helpers/unconnectable-upstream.ts).
+ * (test/helpers/unconnectable-upstream.ts). The deadline starts once the upstream's name is resolved
+ * (review of fix 91): counted from the socket's creation, a resolver as slow as glibc's 5 s wait for a
+ * nameserver that does not answer turned every new connection into a 502, where main took 5.2 s for a 200.
  */
 
+import type { LookupAddress } from 'node:dns';
 import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeProgress } from '../../src/proxy/upstream-agent.ts';
+import { createUpstreamTransport, writeProgress } from '../../src/proxy/upstream-agent.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
@@ -242,5 +245,63 @@ describe('an upstream host that drops SYNs (a partition before the connection)',
       what: 'the request line',
     });
     expect(line).toMatchObject({ upstreamError: 'ESHIMCONNECTTIMEDOUT' });
+  });
+});
+
+describe('an upstream name that resolves slowly (review of fix 91)', () => {
+  const CONNECT_MS = 300;
+  const RESOLVE_MS = 600;
+  // A resolver that answers after RESOLVE_MS (`lookup` of net.connect; Node asks for `all` addresses).
+  const slowLookup: net.LookupFunction = (_host, options, callback) => {
+    setTimeout(() => {
+      if (options.all)
+        (callback as (e: null, a: LookupAddress[]) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
+      else callback(null, '127.0.0.1', 4);
+    }, RESOLVE_MS);
+  };
+  const get = (
+    url: URL,
+    port: number,
+  ): Promise<{ status?: number; err?: NodeJS.ErrnoException; ms: number }> => {
+    const transport = createUpstreamTransport(url, { connectTimeoutMs: CONNECT_MS });
+    cleanup.push(async () => transport.agent.destroy());
+    const started = performance.now();
+    return new Promise((resolve) => {
+      const req = transport.request({
+        host: 'upstream.test',
+        port,
+        path: '/',
+        agent: transport.agent,
+        lookup: slowLookup,
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve({ status: res.statusCode, ms: performance.now() - started });
+      });
+      req.on('error', (err) => resolve({ err, ms: performance.now() - started }));
+      req.end();
+    });
+  };
+
+  it('the connect deadline starts after the resolution: a name resolved in twice the deadline connects', async () => {
+    const upstream = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+    const { port } = upstream.address() as net.AddressInfo;
+    // Without the fix: ESHIMCONNECTTIMEDOUT at 300 ms, the resolution not even done.
+    const outcome = await get(new URL(`http://upstream.test:${port}`), port);
+    expect(outcome.err?.code).toBeUndefined();
+    expect(outcome.status).toBe(200);
+    expect(outcome.ms).toBeGreaterThanOrEqual(RESOLVE_MS);
+  });
+
+  it('and still bounds the connection after it: a host that drops SYNs fails after both', async () => {
+    const upstream = await startUnconnectableUpstream();
+    cleanup.push(() => upstream.close());
+    const port = Number(new URL(upstream.url).port);
+    const outcome = await get(new URL(`http://upstream.test:${port}`), port);
+    expect(outcome.err?.code).toBe('ESHIMCONNECTTIMEDOUT');
+    expect(outcome.ms).toBeGreaterThanOrEqual(RESOLVE_MS + CONNECT_MS - 20);
+    expect(outcome.ms).toBeLessThan(10_000);
   });
 });

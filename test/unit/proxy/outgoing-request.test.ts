@@ -242,6 +242,25 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'proxy-id')).toEqual(['kept']);
   });
 
+  it('a patching exchange sends If-Modified-Since only without If-None-Match (RFC 9110 §13.1.3)', () => {
+    const ims = 'Wed, 25 Nov 2026 10:00:00 GMT';
+    const patched = (h: Record<string, string>) =>
+      buildUpstreamHeaders(client(h), { patchedValidators: true }).headers;
+    // The client's unmarked tag is dropped: the date must not answer for it.
+    const unmarked = patched({ 'if-none-match': '"v1"', 'if-modified-since': ims });
+    expect(values(unmarked, 'if-none-match')).toEqual([]);
+    expect(values(unmarked, 'if-modified-since')).toEqual([]);
+    const marked = patched({ 'if-none-match': 'W/"v1+patched"', 'if-modified-since': ims });
+    expect(values(marked, 'if-none-match')).toEqual(['W/"v1"']);
+    expect(values(marked, 'if-modified-since')).toEqual([]);
+    expect(values(patched({ 'if-modified-since': ims }), 'if-modified-since')).toEqual([ims]);
+    // Not a patching exchange: both as sent (the upstream applies the precedence itself).
+    const current = buildUpstreamHeaders(
+      client({ 'if-none-match': '"v1"', 'if-modified-since': ims }),
+    ).headers;
+    expect(values(current, 'if-modified-since')).toEqual([ims]);
+  });
+
   describe('header names with `_` for `-` (one variable to CGI-style upstreams: RFC 3875 §4.1.18)', () => {
     it('drops the spellings of headers the shim owns and CGI meta-variables, in every forwarding mode, and names them', () => {
       for (const forwardedHeaders of ['append', 'replace'] as const) {
