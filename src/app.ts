@@ -112,6 +112,13 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   const serviceVersion = new ServiceVersion(config.serviceVersion);
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   const corsOrigins = new Set(config.corsAllowedOrigins);
+  /**
+   * The challenge of the shim's own 401 (RFC 9110 §11.6.1, §15.5.2: a 401 MUST carry at least one).
+   * The service's credentials, an API key header or session cookies (SPEC §3 step 5), have no registered
+   * scheme; the challenge names what a client can send. Clients ignore a scheme they do not know (no
+   * browser prompts for it), so nothing else changes for them.
+   */
+  const credentialsChallenge = `ApiKey header="${config.apiKeyHeader}"`;
   /** The headers of every response the shim makes itself: the service version once known (SPEC §7). */
   const ownHeaders = (): string[] =>
     serviceVersion.text === undefined ? [] : [config.serviceVersionHeader, serviceVersion.text];
@@ -132,6 +139,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
       // exposes the names of everything before it).
       const retryAfter = state.rejection === undefined ? undefined : REJECTION_RETRY_AFTER[state.rejection];
       if (retryAfter !== undefined) out.push('Retry-After', String(retryAfter));
+      if (state.rejection === 'credentials') out.push('WWW-Authenticate', credentialsChallenge);
       if (corsOrigins.size > 0) out.push(...ownCorsHeaders(corsOrigins, state.exchange.headers.origin, out));
     }
     return out;

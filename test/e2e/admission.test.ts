@@ -65,6 +65,8 @@ describe('admission matrix', () => {
     // No upstream response needed first: the runtime probed the version before listening.
     const reply = await send(stack.url, 'GET', '/user/me', { 'service-client-version': '0.59.0' });
     expect(reply.status).toBe(401);
+    // RFC 9110 §15.5.2: a 401 carries a challenge (no registered scheme for an API key or cookies).
+    expect(reply.headers['www-authenticate']).toBe('ApiKey header="x-api-key"');
     expect(reply.headers['service-version']).toBe('0.60.0');
     expect(reply.headers.warning).toBe('299 - "client 0.59.0 is older than service 0.60.0; please upgrade"');
   });
@@ -194,6 +196,7 @@ describe('CORS_ALLOWED_ORIGINS: a browser client can read the shim’s own refus
     expect(String(legacy.headers['access-control-expose-headers']).split(', ')).toEqual([
       'Service-Version',
       'Warning',
+      'WWW-Authenticate',
     ]);
   });
 
