@@ -29,6 +29,7 @@ describe('Host header poisoning behind the documented nginx configuration', () =
         'GET HTTP://API.EXAMPLE.TEST/ HTTP/1.1',
         'POST https://api.example.test:8443/missions HTTP/1.1',
         'GET svn+ssh://a/ HTTP/1.1',
+        'GET  http://api.example.test/ HTTP/1.1', // nginx takes several spaces between the tokens
       ]) {
         expect(absoluteForm.test(line), line).toBe(true);
       }
@@ -37,6 +38,7 @@ describe('Host header poisoning behind the documented nginx configuration', () =
         'GET /files?next=http://evil.test/ HTTP/1.1',
         'GET //evil.test/ HTTP/1.1',
         'OPTIONS * HTTP/1.1',
+        'GET  /reset HTTP/1.1',
         'GET /a:b://c HTTP/1.1',
       ]) {
         expect(absoluteForm.test(line), line).toBe(false);
