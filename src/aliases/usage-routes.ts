@@ -5,15 +5,60 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson } from '../proxy/respond.ts';
 import type { AdminRoute } from '../proxy/types.ts';
-import type { UsageTable } from './usage-table.ts';
+import type { UsageRanking, UsageTable } from './usage-table.ts';
+
+/** Consumers described and serialised per turn of the event loop (~3 ms of work each). */
+const LISTING_SLICE = 500;
+
+/**
+ * Writes `{…, "consumers": [ … ]}` a slice of {@link LISTING_SLICE} consumers at a time, yielding to the
+ * event loop between slices (`setImmediate`, also after a `drain`) and waiting for `drain` when the
+ * client reads slowly. The admin listener shares the event loop with the front door: a table of
+ * 100,000 consumers written as one document held every proxied exchange for ~600 ms (L1,
+ * docs/reliability.md). Stops when the client goes away.
+ * @param res The admin response, its head written.
+ * @param prefix The document up to the consumers' array, opened.
+ * @param listing The consumers, ranked ({@link UsageTable.ranking}).
+ * @returns Resolves when the response has ended or its connection closed.
+ */
+function writeInSlices(res: ServerResponse, prefix: string, listing: UsageRanking): Promise<void> {
+  return new Promise((resolve) => {
+    let at = 0;
+    let pending = prefix;
+    const next = (): void => {
+      if (res.destroyed) {
+        resolve();
+        return;
+      }
+      const to = Math.min(at + LISTING_SLICE, listing.length);
+      pending += (at > 0 ? ',' : '') + JSON.stringify(listing.slice(at, to)).slice(1, -1);
+      at = to;
+      if (at >= listing.length) {
+        res.end(`${pending}]}`, () => resolve());
+        return;
+      }
+      const flowing = res.write(pending);
+      pending = '';
+      // Always through setImmediate: a socket that takes the bytes at once still emits `drain` from a
+      // process.nextTick, so chaining on it alone wrote the whole listing without one turn of the loop.
+      if (flowing) setImmediate(next);
+      else res.once('drain', () => setImmediate(next));
+    };
+    res.once('close', () => resolve());
+    next();
+  });
+}
 
 /** Path of the usage report on the admin listener (issue 11 item 1). */
 export const USAGE_PATH = '/aliases/usage';
 
 /**
  * The admin routes of the usage report.
- * - `GET /aliases/usage[?limit=n]` → 200 `{since, capacity, recorded, consumers}`, the consumers sorted by
- *   `count` ({@link UsageTable.top}); a `limit` that is not a whole number ≥ 0 lists the whole table.
+ * - `GET /aliases/usage[?limit=n]` → 200 `{since, capacity, recorded, consumers}`, the consumers sorted
+ *   by `count` ({@link UsageTable.ranking}); a `limit` that is not a whole number ≥ 0 lists the whole
+ *   table. A listing of more than {@link LISTING_SLICE} consumers is written a slice at a time
+ *   (chunked, no `Content-Length`), so that a large table does not hold the event loop the front door
+ *   shares; `HEAD` gets the head alone.
  * - `DELETE /aliases/usage` → 204: the table is reset and `since` moves to now.
  * @param usage The layer's usage table.
  * @param now The clock, ms since the epoch: `since` is when the table was created or last reset.
@@ -32,12 +77,25 @@ export function usageRoutes(usage: UsageTable, now: () => number): AdminRoute[] 
         const limit = Number(
           new URL(req.url ?? '/', 'http://admin').searchParams.get('limit') ?? usage.capacity,
         );
-        sendJson(res, 200, {
+        const listing = usage.ranking(Number.isInteger(limit) && limit >= 0 ? limit : usage.capacity);
+        const head = {
           since: new Date(since).toISOString(),
           capacity: usage.capacity,
           recorded: usage.recorded,
-          consumers: usage.top(Number.isInteger(limit) && limit >= 0 ? limit : usage.capacity),
+        };
+        if (listing.length <= LISTING_SLICE) {
+          sendJson(res, 200, { ...head, consumers: listing.slice(0, listing.length) });
+          return;
+        }
+        res.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'cache-control': 'no-store',
         });
+        if (req.method === 'HEAD') {
+          res.end();
+          return;
+        }
+        return writeInSlices(res, `${JSON.stringify(head).slice(0, -1)},"consumers":[`, listing);
       },
     },
     {

@@ -123,6 +123,36 @@ describe('UsageTable', () => {
     expect(table.top().map((u) => u.consumer)).toEqual(['b']);
   });
 
+  it('selects the few heaviest in the order a full sort gives, ties included (ranking)', () => {
+    const table = new UsageTable(300);
+    const next = random(7);
+    // Many ties on count and error (evictions), broken by recency; some on all three.
+    for (let i = 0; i < 5_000; i++) table.record(event(`c-${Math.floor(next() ** 3 * 900)}`, i >> 2));
+    const sorted = table.ranking().slice(0, 300);
+    for (const limit of [0, 1, 10, 63, 64, 65, 299, 300, 301]) {
+      expect(table.top(limit)).toEqual(sorted.slice(0, limit));
+      const ranking = table.ranking(limit);
+      expect(ranking.length).toBe(Math.min(limit, 300));
+      expect([...ranking.slice(0, 5), ...ranking.slice(5, ranking.length)]).toEqual(sorted.slice(0, limit));
+    }
+    expect(table.top(-1)).toEqual([]);
+    expect(table.top(2.5)).toEqual(sorted.slice(0, 2));
+  });
+
+  it('keeps the order and counts a listing had at the call while records are made during its reading', () => {
+    const table = new UsageTable(3);
+    table.record(event('a', 1));
+    table.record(event('a', 2));
+    table.record(event('b', 3));
+    const listing = table.ranking();
+    table.record(event('b', 4));
+    table.record(event('b', 5, { clientVersion: '0.58.0' }));
+    const [a, b] = listing.slice(0, 2);
+    expect([a!.consumer, a!.count, b!.consumer, b!.count]).toEqual(['a', 2, 'b', 1]);
+    expect(b!.lastSeen).toBe('1970-01-01T00:00:00.003Z');
+    expect(b!.clientVersions).toEqual(['0.59.0', '0.58.0']); // details as of the slice
+  });
+
   it('refuses a capacity that is not a positive integer', () => {
     expect(() => new UsageTable(0)).toThrow(RangeError);
     expect(() => new UsageTable(1.5)).toThrow(RangeError);
