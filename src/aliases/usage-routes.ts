@@ -14,7 +14,7 @@ const LISTING_SLICE = 500;
  * Writes `{…, "consumers": [ … ]}` a slice of {@link LISTING_SLICE} consumers at a time, yielding to the
  * event loop between slices (`setImmediate`, also after a `drain`) and waiting for `drain` when the
  * client reads slowly. The admin listener shares the event loop with the front door: a table of
- * 100,000 consumers written as one document held every proxied exchange for ~600 ms (L1,
+ * 100,000 consumers written as one document held every proxied exchange for ~600 ms (fix 97,
  * docs/reliability.md). Stops when the client goes away.
  * @param res The admin response, its head written.
  * @param prefix The document up to the consumers' array, opened.

@@ -1,7 +1,7 @@
 /**
  * The usage report of a full table (CONSUMER_TABLE_SIZE=100000, its maximum) on a real admin listener:
  * the listing is written a slice at a time, so that the event loop the front door shares is never held
- * for the whole document (L1, docs/reliability.md), and the slices make the same document as
+ * for the whole document (fix 97, docs/reliability.md), and the slices make the same document as
  * `UsageTable.top()`. Without the fix the handler built and serialised all 100,000 consumers in one
  * turn (~600 ms measured in the bundle with real traffic).
  */
