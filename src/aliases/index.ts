@@ -110,7 +110,7 @@ export function createAliasLayer(
   const usage = new UsageTable(settings.consumerTableSize);
   const metrics = createAliasMetrics(
     context.registry,
-    () => usage.top(TOP_CONSUMER_SERIES),
+    () => usage.certain(TOP_CONSUMER_SERIES),
     requestRouteLabels(table),
   );
   const signals = deprecationHeaders(settings);

@@ -234,6 +234,34 @@ export class UsageTable {
     };
   }
 
+  /**
+   * The `limit` consumers with the most aliased requests certainly counted — `count - error`, the
+   * space-saving lower bound — highest first (ties: the most recent first), each with that bound as its
+   * `count`: what `shim_alias_consumers` exports. Ranked by `count`, a flood of one-off consumers (each
+   * inheriting the evicted minimum as its count, and as its error) filled the gauge's 10 series with
+   * counts of 78 for consumers seen once, above real consumers with fewer requests (lifecycle audit,
+   * 2026-11-26); their lower bound is 1. One pass over the table, no sort.
+   * @param limit Most consumers returned (the gauge's 10).
+   * @returns `{ consumer, count }`, at most `limit`, `count` the certain number of aliased requests.
+   * @example
+   * table.certain(10); // [{ consumer: 'team-a', count: 1200 }, …]
+   */
+  certain(limit: number): Array<{ consumer: string; count: number }> {
+    const kept: Array<{ consumer: string; count: number; lastSeen: number }> = [];
+    if (!(limit >= 1)) return kept;
+    for (const entry of this.byConsumer.values()) {
+      const count = entry.count - entry.error;
+      const outranks = (other: { count: number; lastSeen: number }) =>
+        count > other.count || (count === other.count && entry.lastSeen > other.lastSeen);
+      if (kept.length >= limit && !outranks(kept[kept.length - 1]!)) continue;
+      let at = kept.length;
+      while (at > 0 && outranks(kept[at - 1]!)) at--;
+      kept.splice(at, 0, { consumer: entry.consumer, count, lastSeen: entry.lastSeen });
+      if (kept.length > limit) kept.pop();
+    }
+    return kept.map(({ consumer, count }) => ({ consumer, count }));
+  }
+
   /** Forgets every consumer. */
   reset(): void {
     this.byConsumer.clear();

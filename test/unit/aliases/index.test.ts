@@ -259,6 +259,29 @@ describe('createAliasLayer — a request counts once the upstream answered it, n
   });
 });
 
+describe('createAliasLayer — shim_alias_consumers', () => {
+  it('exports what is certain of each count: a flood of one-off consumers never outranks a real one', async () => {
+    const { plugin, registry, exchangeOf } = setup({ consumerTableSize: 3, consumerHeader: 'x-consumer' });
+    const aliased = (consumer: string) => {
+      const hooks = hooksOf(
+        plugin.onRequest(exchangeOf('GET', '/files?tags=a', { 'x-consumer': consumer }), req),
+      );
+      hooks.rewriteQuery!('tags=a');
+      hooks.onResponse!(200, JSON_TYPE);
+    };
+    for (let i = 0; i < 8; i++) aliased('team-a');
+    for (let i = 0; i < 3; i++) aliased('team-b');
+    for (let i = 1; i <= 4; i++) aliased(`once-${i}`);
+    const consumers = (await registry.getSingleMetric('shim_alias_consumers')!.get()).values;
+    // The table's estimate gives once-4 a count of 4 (3 of them inherited from evictions), above team-b.
+    expect(consumers.map((v) => [v.labels.consumer, v.value])).toEqual([
+      ['team-a', 8],
+      ['team-b', 3],
+      ['once-4', 1],
+    ]);
+  });
+});
+
 describe('createAliasLayer — response patches', () => {
   it.each([
     ['application/json', true],

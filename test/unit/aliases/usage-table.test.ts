@@ -153,6 +153,43 @@ describe('UsageTable', () => {
     expect(b!.clientVersions).toEqual(['0.59.0', '0.58.0']); // details as of the slice
   });
 
+  it('ranks for the gauge by the certain count: a one-off consumer never outranks a real one (certain)', () => {
+    const table = new UsageTable(3);
+    let at = 0;
+    for (let i = 0; i < 8; i++) table.record(event('a', at++));
+    for (let i = 0; i < 3; i++) table.record(event('b', at++));
+    for (let i = 1; i <= 4; i++) table.record(event(`once-${i}`, at++));
+    // By the estimate, the last one-off (its count inherited from three evictions) outranks b…
+    expect(table.top(2).map((u) => [u.consumer, u.count, u.error])).toEqual([
+      ['a', 8, 0],
+      ['once-4', 4, 3],
+    ]);
+    // … by what is certain (count − error), b does, and the one-off counts 1.
+    expect(table.certain(3)).toEqual([
+      { consumer: 'a', count: 8 },
+      { consumer: 'b', count: 3 },
+      { consumer: 'once-4', count: 1 },
+    ]);
+    expect(table.certain(1)).toEqual([{ consumer: 'a', count: 8 }]);
+    expect(table.certain(0)).toEqual([]);
+  });
+
+  it('certain gives the full listing’s lower bounds, highest first, ties the most recent first', () => {
+    const table = new UsageTable(200);
+    const next = random(11);
+    for (let i = 0; i < 5_000; i++) table.record(event(`c-${Math.floor(next() ** 3 * 700)}`, i >> 2));
+    const expected = table
+      .top()
+      .map((u) => ({ consumer: u.consumer, count: u.count - u.error, lastSeen: u.lastSeen }))
+      .sort((x, y) => y.count - x.count || y.lastSeen.localeCompare(x.lastSeen));
+    for (const limit of [1, 10, 64, 200, 201]) {
+      const certain = table.certain(limit);
+      expect(certain.map((c) => c.count)).toEqual(expected.slice(0, limit).map((c) => c.count));
+      // The same consumers, but for ties at the cut made the same instant.
+      for (const c of certain) expect(expected.find((e) => e.consumer === c.consumer)?.count).toBe(c.count);
+    }
+  });
+
   it('refuses a capacity that is not a positive integer', () => {
     expect(() => new UsageTable(0)).toThrow(RangeError);
     expect(() => new UsageTable(1.5)).toThrow(RangeError);
