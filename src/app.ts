@@ -115,8 +115,11 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   /**
    * The challenge of the shim's own 401 (RFC 9110 §11.6.1, §15.5.2: a 401 MUST carry at least one).
    * The service's credentials, an API key header or session cookies (SPEC §3 step 5), have no registered
-   * scheme; the challenge names what a client can send. Clients ignore a scheme they do not know (no
-   * browser prompts for it), so nothing else changes for them.
+   * scheme; the challenge names what a client can send. Browsers, curl, Python requests, Node fetch and
+   * Go net/http ignore a scheme they do not know (no prompt, no retry: the same 401). One exception:
+   * Python urllib with a Basic or Digest handler installed raises `ValueError` ("does not support the
+   * following scheme: 'ApiKey'") instead of `HTTPError` 401, as for any other scheme (CPython issue
+   * 84542, docs/reliability.md "Review of fixes 93–98").
    */
   const credentialsChallenge = `ApiKey header="${config.apiKeyHeader}"`;
   /** The headers of every response the shim makes itself: the service version once known (SPEC §7). */

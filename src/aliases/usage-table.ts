@@ -89,6 +89,24 @@ function rankOrder(
   return b.count - a.count || a.error - b.error || b.lastSeen - a.lastSeen;
 }
 
+/**
+ * One step of a selection of the `limit` highest in one pass, without sorting what is scanned: puts a
+ * candidate into `kept` (highest first) after every kept value it does not outrank, and drops the lowest
+ * beyond `limit`. Ties keep the first seen. Used by {@link UsageTable.ranking} and
+ * {@link UsageTable.certain}: the few heaviest of the whole table at every scrape.
+ * @param kept The values kept so far, highest first (modified).
+ * @param limit Most values kept, at least 1.
+ * @param outranks Whether the candidate goes before this kept value.
+ * @param make The candidate's kept value, built only when it is kept.
+ */
+function keepHighest<K>(kept: K[], limit: number, outranks: (other: K) => boolean, make: () => K): void {
+  if (kept.length >= limit && !outranks(kept[kept.length - 1]!)) return;
+  let at = kept.length;
+  while (at > 0 && outranks(kept[at - 1]!)) at--;
+  kept.splice(at, 0, make());
+  if (kept.length > limit) kept.pop();
+}
+
 function remember(list: string[], value: string): void {
   const at = list.indexOf(value);
   if (at === list.length - 1 && at >= 0) return;
@@ -204,16 +222,16 @@ export class UsageTable {
     const keep = Number.isNaN(limit) ? 0 : Math.max(0, Math.trunc(limit));
     let ranked: Ranked[];
     if (keep <= SELECT_BELOW && keep < this.byConsumer.size) {
-      // A few heaviest (the gauge's 10 at every scrape): one pass keeping them, no sort of the table.
+      // A few heaviest (`?limit=10`): one pass keeping them, no sort of the table.
       ranked = [];
-      for (const entry of this.byConsumer.values()) {
-        const last = ranked[ranked.length - 1];
-        if (ranked.length === keep && (last === undefined || rankOrder(entry, last) >= 0)) continue;
-        let at = ranked.length;
-        while (at > 0 && rankOrder(entry, ranked[at - 1]!) < 0) at--;
-        ranked.splice(at, 0, snapshot(entry));
-        if (ranked.length > keep) ranked.pop();
-      }
+      if (keep > 0)
+        for (const entry of this.byConsumer.values())
+          keepHighest(
+            ranked,
+            keep,
+            (other) => rankOrder(entry, other) < 0,
+            () => snapshot(entry),
+          );
     } else {
       ranked = [...this.byConsumer.values()].map(snapshot).sort(rankOrder);
       if (ranked.length > keep) ranked.length = keep;
@@ -251,13 +269,12 @@ export class UsageTable {
     if (!(limit >= 1)) return kept;
     for (const entry of this.byConsumer.values()) {
       const count = entry.count - entry.error;
-      const outranks = (other: { count: number; lastSeen: number }) =>
-        count > other.count || (count === other.count && entry.lastSeen > other.lastSeen);
-      if (kept.length >= limit && !outranks(kept[kept.length - 1]!)) continue;
-      let at = kept.length;
-      while (at > 0 && outranks(kept[at - 1]!)) at--;
-      kept.splice(at, 0, { consumer: entry.consumer, count, lastSeen: entry.lastSeen });
-      if (kept.length > limit) kept.pop();
+      keepHighest(
+        kept,
+        limit,
+        (other) => count > other.count || (count === other.count && entry.lastSeen > other.lastSeen),
+        () => ({ consumer: entry.consumer, count, lastSeen: entry.lastSeen }),
+      );
     }
     return kept.map(({ consumer, count }) => ({ consumer, count }));
   }

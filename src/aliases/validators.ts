@@ -7,8 +7,6 @@
  */
 import { entityTags, patchedEtag } from '../proxy/validators.ts';
 
-export { entityTags };
-
 /**
  * Whether a 304 answers a client that holds the response unpatched: the 304's entity tag is strong
  * (`"x"`) and the client's `If-None-Match` names it in that strong form and not as `W/"x+patched"` (the

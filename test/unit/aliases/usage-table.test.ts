@@ -129,6 +129,14 @@ describe('UsageTable', () => {
     // Many ties on count and error (evictions), broken by recency; some on all three.
     for (let i = 0; i < 5_000; i++) table.record(event(`c-${Math.floor(next() ** 3 * 900)}`, i >> 2));
     const sorted = table.ranking().slice(0, 300);
+    // The full listing itself, against the rule rather than against the code under test: every consumer
+    // once, the higher count first, then the smaller error, then the most recent.
+    expect(new Set(sorted.map((u) => u.consumer)).size).toBe(300);
+    for (let i = 1; i < sorted.length; i++) {
+      const [a, b] = [sorted[i - 1]!, sorted[i]!];
+      const order = b.count - a.count || a.error - b.error || b.lastSeen.localeCompare(a.lastSeen);
+      expect(order, `${a.consumer} before ${b.consumer}`).toBeLessThanOrEqual(0);
+    }
     for (const limit of [0, 1, 10, 63, 64, 65, 299, 300, 301]) {
       expect(table.top(limit)).toEqual(sorted.slice(0, limit));
       const ranking = table.ranking(limit);

@@ -4,7 +4,24 @@
  * tags of the patched representations only.
  */
 import { describe, expect, it } from 'vitest';
-import { patchedEtag, upstreamIfNoneMatch } from '../../../src/proxy/validators.ts';
+import { entityTags, patchedEtag, upstreamIfNoneMatch } from '../../../src/proxy/validators.ts';
+
+describe('entityTags (RFC 9110 §8.8.3)', () => {
+  it.each<[string | undefined, string[]]>([
+    [undefined, []],
+    ['', []],
+    ['"a"', ['"a"']],
+    ['W/"a", "b"', ['W/"a"', '"b"']],
+    ['"b,c",W/"d"', ['"b,c"', 'W/"d"']], // a comma inside the quotes belongs to the tag
+    ['*', ['*']],
+    [' \t"a" ,, "b"', ['"a"', '"b"']],
+    ['"a", junk, "b"', ['"a"']], // a malformed member ends the list
+    ['"unterminated', []],
+    ['W/', []],
+  ])('%j → %j', (value, tags) => {
+    expect(entityTags(value)).toEqual(tags);
+  });
+});
 
 describe('patchedEtag', () => {
   it.each([
