@@ -93,7 +93,7 @@ function rankOrder(
  * One step of a selection of the `limit` highest in one pass, without sorting what is scanned: puts a
  * candidate into `kept` (highest first) after every kept value it does not outrank, and drops the lowest
  * beyond `limit`. Ties keep the first seen. Used by {@link UsageTable.ranking} and
- * {@link UsageTable.certain}: the few heaviest of the whole table at every scrape.
+ * {@link UsageTable.guaranteed}: the few heaviest of the whole table at every scrape.
  * @param kept The values kept so far, highest first (modified).
  * @param limit Most values kept, at least 1.
  * @param outranks Whether the candidate goes before this kept value.
@@ -253,18 +253,18 @@ export class UsageTable {
   }
 
   /**
-   * The `limit` consumers with the most aliased requests certainly counted — `count - error`, the
+   * The `limit` consumers with the most aliased requests guaranteed (space-saving) — `count - error`, the
    * space-saving lower bound — highest first (ties: the most recent first), each with that bound as its
    * `count`: what `shim_alias_consumers` exports. Ranked by `count`, a flood of one-off consumers (each
    * inheriting the evicted minimum as its count, and as its error) filled the gauge's 10 series with
    * counts of 78 for consumers seen once, above real consumers with fewer requests (lifecycle audit,
    * 2026-11-26); their lower bound is 1. One pass over the table, no sort.
    * @param limit Most consumers returned (the gauge's 10).
-   * @returns `{ consumer, count }`, at most `limit`, `count` the certain number of aliased requests.
+   * @returns `{ consumer, count }`, at most `limit`, `count` the guaranteed number of aliased requests (space-saving: at least this many).
    * @example
-   * table.certain(10); // [{ consumer: 'team-a', count: 1200 }, …]
+   * table.guaranteed(10); // [{ consumer: 'team-a', count: 1200 }, …]
    */
-  certain(limit: number): Array<{ consumer: string; count: number }> {
+  guaranteed(limit: number): Array<{ consumer: string; count: number }> {
     const kept: Array<{ consumer: string; count: number; lastSeen: number }> = [];
     if (!(limit >= 1)) return kept;
     for (const entry of this.byConsumer.values()) {

@@ -260,7 +260,7 @@ describe('createAliasLayer — a request counts once the upstream answered it, n
 });
 
 describe('createAliasLayer — shim_alias_consumers', () => {
-  it('exports what is certain of each count: a flood of one-off consumers never outranks a real one', async () => {
+  it('exports the guaranteed count of each consumer: a flood of one-off consumers never outranks a real one', async () => {
     const { plugin, registry, exchangeOf } = setup({ consumerTableSize: 3, consumerHeader: 'x-consumer' });
     const aliased = (consumer: string) => {
       const hooks = hooksOf(

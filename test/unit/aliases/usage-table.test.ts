@@ -161,7 +161,7 @@ describe('UsageTable', () => {
     expect(b!.clientVersions).toEqual(['0.59.0', '0.58.0']); // details as of the slice
   });
 
-  it('ranks for the gauge by the certain count: a one-off consumer never outranks a real one (certain)', () => {
+  it('ranks for the gauge by the guaranteed count: a one-off consumer never outranks a real one (guaranteed)', () => {
     const table = new UsageTable(3);
     let at = 0;
     for (let i = 0; i < 8; i++) table.record(event('a', at++));
@@ -173,16 +173,16 @@ describe('UsageTable', () => {
       ['once-4', 4, 3],
     ]);
     // … by what is certain (count − error), b does, and the one-off counts 1.
-    expect(table.certain(3)).toEqual([
+    expect(table.guaranteed(3)).toEqual([
       { consumer: 'a', count: 8 },
       { consumer: 'b', count: 3 },
       { consumer: 'once-4', count: 1 },
     ]);
-    expect(table.certain(1)).toEqual([{ consumer: 'a', count: 8 }]);
-    expect(table.certain(0)).toEqual([]);
+    expect(table.guaranteed(1)).toEqual([{ consumer: 'a', count: 8 }]);
+    expect(table.guaranteed(0)).toEqual([]);
   });
 
-  it('certain gives the full listing’s lower bounds, highest first, ties the most recent first', () => {
+  it('guaranteed gives the full listing’s lower bounds, highest first, ties the most recent first', () => {
     const table = new UsageTable(200);
     const next = random(11);
     for (let i = 0; i < 5_000; i++) table.record(event(`c-${Math.floor(next() ** 3 * 700)}`, i >> 2));
@@ -191,10 +191,11 @@ describe('UsageTable', () => {
       .map((u) => ({ consumer: u.consumer, count: u.count - u.error, lastSeen: u.lastSeen }))
       .sort((x, y) => y.count - x.count || y.lastSeen.localeCompare(x.lastSeen));
     for (const limit of [1, 10, 64, 200, 201]) {
-      const certain = table.certain(limit);
-      expect(certain.map((c) => c.count)).toEqual(expected.slice(0, limit).map((c) => c.count));
+      const guaranteed = table.guaranteed(limit);
+      expect(guaranteed.map((c) => c.count)).toEqual(expected.slice(0, limit).map((c) => c.count));
       // The same consumers, but for ties at the cut made the same instant.
-      for (const c of certain) expect(expected.find((e) => e.consumer === c.consumer)?.count).toBe(c.count);
+      for (const c of guaranteed)
+        expect(expected.find((e) => e.consumer === c.consumer)?.count).toBe(c.count);
     }
   });
 
