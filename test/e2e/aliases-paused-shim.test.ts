@@ -8,7 +8,7 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/poll.ts';
-import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+import { isStopped, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 
 const TIMEOUT_MS = 1_000;
 const NPM_START_FLAGS = ['--max-semi-space-size=2', '--scavenger-max-new-space-capacity-mb=4'];
@@ -76,6 +76,7 @@ describe('a shim stopped longer than BODY_TIMEOUT_MS while a legacy client sends
     await new Promise<void>((r) => req.once('continue', r));
     running.child.kill('SIGSTOP');
     const stoppedAt = performance.now();
+    await waitFor(() => isStopped(running.child.pid), { what: 'the shim stopped' });
     req.end(body);
     await waitFor(() => req.writableFinished && performance.now() - stoppedAt > 2.5 * TIMEOUT_MS, {
       what: 'the body sent while the shim is stopped',

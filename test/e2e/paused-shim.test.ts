@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createFrontServer } from '../../src/proxy/server.ts';
 import { send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
-import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+import { isStopped, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 
 const TIMEOUT_MS = 1_000;
 const CLIENT = { 'service-client-version': '1.0.0', 'x-api-key': 'k' };
@@ -72,6 +72,8 @@ async function startShim(upstreamUrl: string): Promise<ShimProcess> {
 async function pause(shim: ShimProcess, whilePaused: () => void, progressed: () => boolean): Promise<void> {
   shim.child.kill('SIGSTOP');
   const stoppedAt = performance.now();
+  // Stopped for good (not still waking from its epoll_wait), or the peers' bytes could reach it first.
+  await waitFor(() => isStopped(shim.child.pid), { what: 'the shim stopped' });
   whilePaused();
   await waitFor(() => progressed() && performance.now() - stoppedAt > 2.5 * TIMEOUT_MS, {
     what: "the peers' progress while the shim is stopped",
@@ -95,7 +97,7 @@ describe('a shim stopped longer than its timeouts while its peers go on', () => 
     expect(got.text).toBe('made it');
   });
 
-  it.concurrent('delivers a download whose rest arrived during the stop (not aborted)', async () => {
+  it.concurrent('delivers a download whose rest arrived during the stop (not 504, not aborted)', async () => {
     const upstream = await startUpstream();
     const shim = await startShim(upstream.url);
     const body = Buffer.alloc(80 * 1024, 'x');
