@@ -4,6 +4,7 @@
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { Registry } from 'prom-client';
+import { startDeadline } from '../proxy/own-pause.ts';
 import { sendJson } from '../proxy/respond.ts';
 import type { AdminRoute } from '../proxy/types.ts';
 import { upstreamRequest } from '../proxy/upstream-agent.ts';
@@ -148,11 +149,13 @@ export function probeUpstream(
     const finish = (ok: boolean, cause?: string) => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      timer.clear();
       if (!ok) options.onUnreachable?.(cause ?? 'unknown');
       resolve(ok);
     };
-    const timer = setTimeout(() => {
+    // An answer that came while the shim was stopped or blocked is read before the probe gives up
+    // (docs/reliability.md fix 99).
+    const timer = startDeadline(() => {
       req.destroy();
       finish(false, 'timeout');
     }, timeoutMs);

@@ -28,6 +28,7 @@ import {
   hasRequestBody,
   upstreamTarget,
 } from './outgoing-request.ts';
+import { startDeadline } from './own-pause.ts';
 import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
@@ -373,7 +374,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     f.reservation = held;
     res.once('close', () => held.release());
     const controller = new AbortController();
-    const timer = setTimeout(
+    // A body the client sent while the shim was stopped or blocked is read before the deadline acts,
+    // and the time the shim lost after it is given back (own-pause.ts; docs/reliability.md fix 99).
+    const timer = startDeadline(
       () => controller.abort(),
       Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
     );
@@ -385,7 +388,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         beforeRead: () => continueIfExpected(req, res),
       });
     } finally {
-      clearTimeout(timer);
+      timer.clear();
     }
     dispatch(f);
   };

@@ -7,6 +7,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { errorHead, REJECTION_STATUS, type ServerRejection, UPGRADE_REFUSED_MESSAGE } from './errors.ts';
 import { connectionOptions } from './hop-by-hop.ts';
+import { afterPendingIo } from './own-pause.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 
 /**
@@ -267,6 +268,20 @@ export function createFrontServer(
       joinDuplicateHeaders: false,
     },
     pipeline.onRequest,
+  );
+  // The keep-alive timeout (the only socket timeout of this server: its `timeout` is 0). Node destroys
+  // the socket when nothing listens here; after a stop of the shim longer than keepAliveTimeout (SIGSTOP,
+  // a VM live migration) it did so with the client's next request unread in the kernel: a reset for a
+  // request sent on time. The socket is read first (own-pause.ts); a request that came meanwhile has
+  // cleared the timer (Node's `resetSocketTimeout`), and an idle connection closes as before
+  // (docs/reliability.md fix 101).
+  server.on('timeout', (socket: net.Socket) =>
+    afterPendingIo(
+      () => socket.bytesRead,
+      (moved) => {
+        if (!moved) socket.destroy();
+      },
+    ),
   );
   // Node answers an unknown expectation with its own bare 417; the hygiene gate answers it instead.
   server.on('checkExpectation', pipeline.onRequest);

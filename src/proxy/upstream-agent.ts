@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { isIP, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type * as TlsModule from 'node:tls';
+import { type Deadline, startDeadline } from './own-pause.ts';
 import { CONNECT_TIMEOUT_CODE } from './upstream-error.ts';
 
 /**
@@ -268,10 +269,12 @@ export function writeProgress(socket: Duplex): { sent: number; queued: boolean }
  */
 function withConnectDeadline(socket: Duplex, timeoutMs: number, resolves: boolean): Duplex {
   const s = socket as Duplex & { encrypted?: boolean };
-  let timer: NodeJS.Timeout | undefined;
+  let deadline: Deadline | undefined;
   const start = () => {
     if (s.destroyed) return;
-    timer = setTimeout(() => {
+    // A connect the kernel completed while the shim was stopped or blocked is seen before the deadline
+    // acts (own-pause.ts; docs/reliability.md fix 99).
+    deadline = startDeadline(() => {
       const err: NodeJS.ErrnoException = new Error(
         `upstream connection not established within ${timeoutMs} ms`,
       );
@@ -280,7 +283,7 @@ function withConnectDeadline(socket: Duplex, timeoutMs: number, resolves: boolea
     }, timeoutMs);
   };
   const clear = () => {
-    clearTimeout(timer);
+    deadline?.clear();
     s.off('lookup', start);
   };
   if (resolves) s.once('lookup', start);

@@ -13,6 +13,7 @@ import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import { resetStalledClient } from './client-reset.ts';
 import type { ExchangeState } from './exchange.ts';
+import { afterPendingIo, type Deadline, OWN_PAUSE_MS, startDeadline } from './own-pause.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
 import {
@@ -126,7 +127,7 @@ export function createUpstreamAttempt(
       let headReceived = false;
       let upstreamResponse: IncomingMessage | undefined;
       let failed = false;
-      let headerTimer: NodeJS.Timeout | undefined;
+      let headerTimer: Deadline | undefined;
       const options = {
         ...target,
         agent,
@@ -160,7 +161,7 @@ export function createUpstreamAttempt(
           // and the upstream socket is idle because of the client. The exchange is cut all the same
           // (a slow reader holds an upstream connection), but it is no upstream failure: not counted in
           // shim_upstream_errors_total, whose alert would send the on-call to a healthy upstream.
-          clearTimeout(headerTimer);
+          headerTimer?.clear();
           failed = true;
           state.exchange.logFields.clientStalled = true;
           upstreamReq.destroy();
@@ -180,7 +181,7 @@ export function createUpstreamAttempt(
           // tells the client to blame the upstream (docs/reliability.md fix 72). Not while the
           // connection is still being made: the body waits in the shim then, and the upstream socket is
           // idle however the client sends (fix 76).
-          clearTimeout(headerTimer);
+          headerTimer?.clear();
           failed = true;
           state.exchange.logFields.clientStalled = true;
           upstreamReq.destroy();
@@ -202,18 +203,32 @@ export function createUpstreamAttempt(
           fail(err);
         }
       };
+      /**
+       * Node's idle timer of the upstream socket fired. It may have fired for a shim that was stopped or
+       * blocked while both peers went on (docs/reliability.md fix 99): the sockets are read first, and a
+       * peer that moved meanwhile is no timeout — the timer is armed again (its 'timeout' listener runs once).
+       */
+      const onIdle = () =>
+        afterPendingIo(
+          () => exchangeProgress(req.socket, upstreamReq.socket),
+          (moved) => {
+            if (failed || clientGone || upstreamReq.destroyed) return;
+            if (moved) upstreamReq.setTimeout(upstreamTimeoutMs, onIdle);
+            else onTimeout();
+          },
+        );
       // Idle socket in any phase (upload, waiting, download) …
-      upstreamReq.setTimeout(upstreamTimeoutMs, onTimeout);
+      upstreamReq.setTimeout(upstreamTimeoutMs, onIdle);
       // … and no response headers within the timeout, counted from now: a request that waits for a
       // pooled connection (every one of the pool's sockets busy, e.g. held by slow clients) has no
       // socket for the idle timer yet, and is not sent until it gets one
       // (test/security/slow-clients.test.ts › slow bodies holding every pooled upstream connection).
-      headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
+      headerTimer = startDeadline(onTimeout, upstreamTimeoutMs);
       if (body === 'stream') {
         // A streamed body's upload is bounded by the idle timer once it has a socket; the head's
         // timer starts again when the body has been sent.
         upstreamReq.once('socket', (socket) => {
-          clearTimeout(headerTimer);
+          headerTimer?.clear();
           // A write stuck in the socket (the upstream vanished, or stopped reading) is cut after
           // UPSTREAM_TIMEOUT_MS, not after Node's idle timer, which gives it twice that (fix 85).
           const stop = watchStuckWrites(socket, upstreamTimeoutMs, () => !failed && !headReceived, timeOut);
@@ -222,7 +237,7 @@ export function createUpstreamAttempt(
         });
         upstreamReq.on('finish', () => {
           if (!state.upstreamTimedOut && !headReceived)
-            headerTimer = setTimeout(onTimeout, upstreamTimeoutMs);
+            headerTimer = startDeadline(onTimeout, upstreamTimeoutMs);
         });
       }
 
@@ -232,7 +247,7 @@ export function createUpstreamAttempt(
        */
       const fail = (err: NodeJS.ErrnoException, responseComplete = false) => {
         if (failed || clientGone) return;
-        clearTimeout(headerTimer);
+        headerTimer?.clear();
         const decision = decideUpstreamFailure({
           error: err,
           timedOut: state.upstreamTimedOut,
@@ -270,7 +285,7 @@ export function createUpstreamAttempt(
       // client, with no 'upgrade' listener, ends by destroying the socket: the client must not wait for
       // a response that cannot come (SPEC §4: the shim never hangs a client).
       upstreamReq.on('close', () => {
-        clearTimeout(headerTimer);
+        headerTimer?.clear();
         if (!headReceived)
           fail(upstreamError('upstream request closed without a response', NO_RESPONSE_CODE));
       });
@@ -307,7 +322,7 @@ export function createUpstreamAttempt(
         }
         headReceived = true;
         upstreamResponse = upstreamRes;
-        clearTimeout(headerTimer);
+        headerTimer?.clear();
         f.reservation?.release();
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
         upstreamRes.on('close', () => {
@@ -361,10 +376,74 @@ export function createUpstreamAttempt(
 export const WRITE_WATCH_LOOKS = 10;
 
 /**
+ * The bytes an exchange's two sockets have read and sent so far, as one number that changes when
+ * either moves: the client's socket and, once it has one, the upstream request's.
+ * @param sockets The sockets (`null` for an upstream request still waiting for one).
+ * @returns A sum to compare between two samples; its value means nothing.
+ */
+function exchangeProgress(...sockets: (Duplex | null)[]): number {
+  let sum = 0;
+  for (const socket of sockets) {
+    if (socket === null) continue;
+    sum += ((socket as Duplex & { bytesRead?: number }).bytesRead ?? 0) + writeProgress(socket).sent;
+  }
+  return sum;
+}
+
+/** What a write watchdog keeps between two looks ({@link lookAtWrites}); times are `performance.now()`, ms. */
+export interface WriteWatch {
+  /** The bytes taken at the last look that saw them move. */
+  last: number;
+  /** Since when the write has not moved, in the shim's own running time (see {@link lookAtWrites}). */
+  since: number;
+  /** When the previous look was. */
+  lookedAt: number;
+}
+
+/** What one look of a write watchdog sees: the time, {@link writeProgress}, and whether the socket is connected. */
+export interface WriteLook {
+  readonly now: number;
+  readonly sent: number;
+  readonly queued: boolean;
+  readonly established: boolean;
+}
+
+/**
+ * One look of a write watchdog: whether the socket's queued write has not moved for `timeoutMs`. A look
+ * that comes {@link OWN_PAUSE_MS} or more later than its interval (the shim was stopped or its event
+ * loop blocked) counts one interval of that gap, not all of it: the shim could not see the write move
+ * meanwhile (libuv learns that the kernel took the bytes only when it polls, after the timers), and a
+ * peer that read while the shim was stopped is not stalled (docs/reliability.md fix 100). Pure: the
+ * watchdog's timer and clock are the caller's.
+ * @param watch The watchdog's state, updated.
+ * @param look This look.
+ * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
+ * @param intervalMs The time between two looks.
+ * @returns `true`: stuck, cut it.
+ */
+export function lookAtWrites(
+  watch: WriteWatch,
+  look: WriteLook,
+  timeoutMs: number,
+  intervalMs: number,
+): boolean {
+  const gap = look.now - watch.lookedAt;
+  watch.lookedAt = look.now;
+  if (look.sent !== watch.last || !look.queued || !look.established) {
+    watch.last = look.sent;
+    watch.since = look.now;
+    return false;
+  }
+  if (gap - intervalMs >= OWN_PAUSE_MS) watch.since += gap - intervalMs;
+  return look.now - watch.since >= timeoutMs;
+}
+
+/**
  * Watches a socket's writes: when it holds a write that has not moved for `timeoutMs` (its kernel took
  * none of the bytes: the peer vanished without a FIN or RST — a dead node, a pulled cable, an expired
  * NAT or conntrack entry — or it stopped reading), `onStuck` runs, once, within 11/10 of `timeoutMs`.
- * Idle without a queued write, or while the socket connects, is not stuck. Used for the two writes no
+ * Idle without a queued write, or while the socket connects, is not stuck; nor is the time the shim
+ * itself was stopped ({@link lookAtWrites}). Used for the two writes no
  * other timer bounds (docs/reliability.md fixes 85, 86): a streamed upload to the upstream, which
  * Node's idle timer gave twice `UPSTREAM_TIMEOUT_MS` ({@link writeProgress}), and the tail of a
  * response the upstream has sent whole, whose upstream socket, and its timer, are gone. nginx bounds
@@ -382,23 +461,16 @@ function watchStuckWrites(
   active: () => boolean,
   onStuck: () => void,
 ): () => void {
-  let last = writeProgress(socket).sent;
-  let since = performance.now();
-  const timer = setInterval(
-    () => {
-      if (!active()) return stop();
-      const { sent, queued } = writeProgress(socket);
-      if (sent !== last || !queued || !isEstablished(socket)) {
-        last = sent;
-        since = performance.now();
-        return;
-      }
-      if (performance.now() - since < timeoutMs) return;
-      stop();
-      onStuck();
-    },
-    Math.max(1, Math.ceil(timeoutMs / WRITE_WATCH_LOOKS)),
-  );
+  const intervalMs = Math.max(1, Math.ceil(timeoutMs / WRITE_WATCH_LOOKS));
+  const now = performance.now();
+  const watch: WriteWatch = { last: writeProgress(socket).sent, since: now, lookedAt: now };
+  const timer = setInterval(() => {
+    if (!active()) return stop();
+    const look = { now: performance.now(), ...writeProgress(socket), established: isEstablished(socket) };
+    if (!lookAtWrites(watch, look, timeoutMs, intervalMs)) return;
+    stop();
+    onStuck();
+  }, intervalMs);
   // A bound, not a reason to keep the process alive (a drain's end cuts the sockets anyway).
   timer.unref();
   const stop = () => clearInterval(timer);

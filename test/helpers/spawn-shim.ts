@@ -77,3 +77,13 @@ export function spawnShim(
     child.once('close', (code) => reject(new Error(`shim exited with ${code} before listening:\n${out}`)));
   });
 }
+
+/**
+ * Whether a process is stopped (SIGSTOP took effect: state `T` in /proc/<pid>/stat). `kill` returns
+ * before it does; a test that stops the shim to let its peers make progress meanwhile waits for this.
+ * @param pid The process id (`child.pid`).
+ */
+export function isStopped(pid: number | undefined): boolean {
+  // The state is the field after the command name, which is in parentheses and may hold spaces.
+  return /^\) T /.test(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\)/s, ')'));
+}
