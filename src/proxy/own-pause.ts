@@ -45,7 +45,9 @@ export interface Deadline {
  * fires, the I/O already in the kernel is read first (one turn of the event loop, `setImmediate`:
  * libuv polls before its check phase), so that a peer whose bytes arrived while the shim was stopped
  * or blocked clears the deadline before it acts; then a deadline that fired {@link OWN_PAUSE_MS} late
- * or more waits its lateness once more ({@link postponement}), and one on time runs `onDue`.
+ * or more waits its lateness once more ({@link postponement}), and one on time runs `onDue`. Once: the
+ * postponed deadline runs `onDue` when it fires, however late: a deadline of `ms` acts by `ms` plus
+ * twice its first lateness plus its second (docs/reliability.md fix W1).
  * @param onDue What to do when the deadline passed with no progress (answer 504, destroy, abort).
  * @param ms The deadline, from now.
  * @returns The deadline, to clear when the peer made it.
@@ -53,18 +55,20 @@ export interface Deadline {
 export function startDeadline(onDue: () => void, ms: number): Deadline {
   let timer: NodeJS.Timeout | undefined;
   let immediate: NodeJS.Immediate | undefined;
-  const arm = (delay: number) => {
+  // `postponed`: the lateness was given back already. Once only: a shim stopped or blocked again and
+  // again (3 s stalls 20 ms apart) otherwise gave it back at every firing, and the deadline never acted.
+  const arm = (delay: number, postponed: boolean) => {
     const dueAt = performance.now() + delay;
     timer = setTimeout(() => {
-      const more = postponement(dueAt, performance.now());
+      const more = postponed ? 0 : postponement(dueAt, performance.now());
       immediate = setImmediate(() => {
         immediate = undefined;
-        if (more > 0) arm(more);
+        if (more > 0) arm(more, true);
         else onDue();
       });
     }, delay);
   };
-  arm(ms);
+  arm(ms, false);
   return {
     clear() {
       clearTimeout(timer);

@@ -182,3 +182,55 @@ describe('an event loop blocked past the keep-alive timeout', () => {
     await closed;
   });
 });
+
+describe('a shim stopped again and again (fix W1)', () => {
+  it('gives a deadline its lateness back once, not at every firing', { timeout: 20_000 }, async () => {
+    // An upstream that trickles a head it never completes: the upstream socket moves (Node's idle timer
+    // is armed again), so only the head's deadline (startDeadline, 1 s) can answer 504.
+    const trickles: NodeJS.Timeout[] = [];
+    const sockets: net.Socket[] = [];
+    let requestedAt = 0;
+    const upstream = net.createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => {});
+      socket.once('data', (d: Buffer) => {
+        // Not the readiness probe's GET /api/health.
+        if (!d.toString('latin1').startsWith('GET /slow-head ')) return void socket.end();
+        requestedAt = performance.now();
+        socket.write('HTTP/1.1 200 OK\r\nX-Slow: ');
+        trickles.push(setInterval(() => socket.destroyed || socket.write('a'), 100));
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const shim = await startShim(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`);
+    let answeredAt = 0;
+    const reply = send(shim.url, 'GET', '/slow-head', CLIENT).then((got) => {
+      answeredAt = performance.now();
+      return got;
+    });
+    await waitFor(() => requestedAt, { what: 'the request upstream' });
+    const at = (s: number) =>
+      waitFor(() => performance.now() - requestedAt >= s * 1000, { timeoutMs: 10_000, what: `${s} s` });
+    try {
+      // Stopped 0.3–2.5 s: the deadline (due at 1 s) fires 1.5 s late and is due again at 4 s. Stopped
+      // 2.8–5.5 s: it fires 1.5 s late again and acts — without the fix it waited 1.5 s more (7 s).
+      for (const [from, to] of [
+        [0.3, 2.5],
+        [2.8, 5.5],
+      ] as const) {
+        await at(from);
+        shim.child.kill('SIGSTOP');
+        await waitFor(() => isStopped(shim.child.pid), { what: 'the shim stopped' });
+        await at(to);
+        shim.child.kill('SIGCONT');
+      }
+      const got = await reply;
+      expect(got.status).toBe(504);
+      expect((answeredAt - requestedAt) / 1000).toBeLessThan(6.5);
+    } finally {
+      for (const t of trickles) clearInterval(t);
+      for (const s of sockets) s.destroy();
+      upstream.close();
+    }
+  });
+});
