@@ -47,7 +47,7 @@ export interface Deadline {
  * or blocked clears the deadline before it acts; then a deadline that fired {@link OWN_PAUSE_MS} late
  * or more waits its lateness once more ({@link postponement}), and one on time runs `onDue`. Once: the
  * postponed deadline runs `onDue` when it fires, however late: a deadline of `ms` acts by `ms` plus
- * twice its first lateness plus its second (docs/reliability.md fix W1).
+ * twice its first lateness plus its second (docs/reliability.md fix 102).
  * @param onDue What to do when the deadline passed with no progress (answer 504, destroy, abort).
  * @param ms The deadline, from now.
  * @returns The deadline, to clear when the peer made it.

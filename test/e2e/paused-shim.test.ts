@@ -183,7 +183,7 @@ describe('an event loop blocked past the keep-alive timeout', () => {
   });
 });
 
-describe('a shim stopped again and again (fix W1)', () => {
+describe('a shim stopped again and again (fix 102)', () => {
   it('gives a deadline its lateness back once, not at every firing', { timeout: 20_000 }, async () => {
     // An upstream that trickles a head it never completes: the upstream socket moves (Node's idle timer
     // is armed again), so only the head's deadline (startDeadline, 1 s) can answer 504.
