@@ -7,6 +7,7 @@
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { responseStatus } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { isStopped, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 
@@ -66,13 +67,7 @@ describe('a shim stopped longer than BODY_TIMEOUT_MS while a legacy client sends
       },
       agent: false,
     });
-    const status = new Promise<number>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on('error', reject);
-    });
+    const status = responseStatus(req);
     await new Promise<void>((r) => req.once('continue', r));
     running.child.kill('SIGSTOP');
     const stoppedAt = performance.now();

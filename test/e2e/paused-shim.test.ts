@@ -13,7 +13,7 @@ import http, { type IncomingMessage, type Server, type ServerResponse } from 'no
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createFrontServer } from '../../src/proxy/server.ts';
-import { send } from '../helpers/http.ts';
+import { responseStatus, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { isStopped, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 
@@ -127,13 +127,7 @@ describe('a shim stopped longer than its timeouts while its peers go on', () => 
       headers: { ...CLIENT, 'content-type': 'application/octet-stream' },
       agent: false,
     });
-    const status = new Promise<number>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      req.on('error', reject);
-    });
+    const status = responseStatus(req);
     req.write(Buffer.alloc(16 * 1024, 'a'));
     await waitFor(() => upstream.received[0] === 16 * 1024, { what: 'the first piece upstream' });
     await pause(

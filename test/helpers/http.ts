@@ -3,7 +3,12 @@
  * for bytes no well-behaved client would write (smuggling, absolute-form targets, bad framing), read
  * until the server closes the connection (never until some silence).
  */
-import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders, type Server } from 'node:http';
+import http, {
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type Server,
+} from 'node:http';
 import net, { type Socket } from 'node:net';
 import { waitFor } from './poll.ts';
 
@@ -58,6 +63,22 @@ export function send(
       for (const piece of body ?? []) req.write(piece);
       req.end();
     }
+  });
+}
+
+/**
+ * The status of a request's response, its body read and dropped, for a request the test drives itself
+ * (`http.request`, written piece by piece).
+ * @param req The request, before its response.
+ * @returns The status code; rejects with the request's error.
+ */
+export function responseStatus(req: ClientRequest): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
   });
 }
 
