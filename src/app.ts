@@ -33,6 +33,7 @@ import { ClientAbortedError, hasLargeUnreadBody } from './proxy/request-body.ts'
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
+import type { UpstreamTransportOptions } from './proxy/upstream-agent.ts';
 
 /**
  * The registered plugins, in order: each brings its configuration schema (handed to `loadConfig`) and
@@ -77,6 +78,20 @@ export interface Shim {
   readonly ownHeaders: () => readonly string[];
   /** The plugins' admin routes, for `createAdminServer`. */
   readonly adminRoutes: readonly AdminRoute[];
+}
+
+/**
+ * The upstream pool's options from the configuration: the forwarder's pool and the readiness probes'
+ * (runtime.ts) are made alike, so that a probe meets the upstream as the traffic does.
+ * @param config The validated configuration.
+ * @returns `UPSTREAM_CA_FILE`'s certificates, `UPSTREAM_IDLE_TIMEOUT_MS`, `UPSTREAM_CONNECT_TIMEOUT_MS`.
+ */
+export function upstreamTransportOptions(config: Config): UpstreamTransportOptions {
+  return {
+    ...(config.upstreamCa !== undefined && { caPem: config.upstreamCa }),
+    idleTimeoutMs: config.upstreamIdleTimeoutMs,
+    connectTimeoutMs: config.upstreamConnectTimeoutMs,
+  };
 }
 
 /**
@@ -150,10 +165,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
 
   const forwarder = createForwarder({
     upstream: deps.upstream,
-    ...(config.upstreamCa !== undefined && { upstreamCa: config.upstreamCa }),
+    transport: upstreamTransportOptions(config),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
-    upstreamIdleTimeoutMs: config.upstreamIdleTimeoutMs,
-    upstreamConnectTimeoutMs: config.upstreamConnectTimeoutMs,
     forwardedHeaders: config.forwardedHeaders,
     // The headers a request is admitted on: forwarded, and their spellings with `_` for `-` are not.
     admissionHeaders: new Set([config.apiKeyHeader, config.clientVersionHeader.toLowerCase()]),

@@ -20,7 +20,7 @@ import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DestinationStream, Logger } from 'pino';
-import { createShim, type Shim } from './app.ts';
+import { createShim, type Shim, upstreamTransportOptions } from './app.ts';
 import { type Config, ConfigError, UPSTREAM_URL_REQUIRED } from './config.ts';
 import type { DemoBackend } from './demo.ts';
 import { createAdminServer, probeUpstream } from './observability/admin.ts';
@@ -126,11 +126,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const serviceVersionHeader = config.serviceVersionHeader.toLowerCase();
   // The probes' own pool, with the traffic's TLS settings: clients holding every connection of the
   // forwarder's pool (slow uploads, slow readers) must not make every replica unready at once.
-  const probeTransport = createUpstreamTransport(upstreamUrl, {
-    ...(config.upstreamCa !== undefined && { caPem: config.upstreamCa }),
-    idleTimeoutMs: config.upstreamIdleTimeoutMs,
-    connectTimeoutMs: config.upstreamConnectTimeoutMs,
-  });
+  const probeTransport = createUpstreamTransport(upstreamUrl, upstreamTransportOptions(config));
   // Each probe's verdict; a change is logged once (with the cause of a failure), not every probe.
   let reachable: boolean | undefined;
   let cause = 'unknown';

@@ -68,8 +68,8 @@ function requestRouteLabels(table: readonly AliasRow[]): string[] {
  *   counted in a bounded space-saving table served on the admin listener: `GET /aliases/usage` →
  *   `{since, capacity, recorded, consumers: [{consumer, count, error, aliases, clientVersions,
  *   userAgents, firstSeen, lastSeen}]}` sorted by `count` (`?limit=n` for the first n),
- *   `DELETE /aliases/usage` → 204 and a fresh table. The 10 with the most aliased requests guaranteed
- *   counted (`count - error`, usage-table.ts `guaranteed`) are the gauge `shim_alias_consumers{consumer}`.
+ *   `DELETE /aliases/usage` → 204 and a fresh table. The 10 with the highest guaranteed counts
+ *   (`count - error`, usage-table.ts `guaranteed`) are the gauge `shim_alias_consumers{consumer}`.
  * - When a request counts (against usage poisoning, test/security/aliases-usage-poisoning.test.ts):
  *   the headers and log fields above describe the request and are set when it is rewritten; the usage
  *   table, `shim_alias_consumers` and `shim_alias_uses_total{direction="request"}` count it only in

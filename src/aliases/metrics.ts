@@ -44,10 +44,10 @@ export interface AliasMetrics {
 /**
  * Registers the alias metrics on a registry.
  * @param registry The shared registry.
- * @param topConsumers Called at each scrape: the heaviest consumers by their guaranteed count (at most
- *   {@link TOP_CONSUMER_SERIES} are exported as `shim_alias_consumers{consumer}`, the aliased requests
- *   guaranteed (space-saving) since the usage table was last reset: usage-table.ts `guaranteed`; ids are sanitised
- *   and never credentials).
+ * @param topConsumers Called at each scrape: the consumers with the highest guaranteed counts (at most
+ *   {@link TOP_CONSUMER_SERIES} are exported as `shim_alias_consumers{consumer}`: the aliased requests
+ *   certainly theirs since the usage table was last reset, usage-table.ts `guaranteed`; ids are
+ *   sanitised and never credentials).
  * @param brownoutRoutes The alias table's request routes (`METHOD /pattern`): both brownout counters
  *   start at 0 for each, so that `increase()` over them reads 0, not "no data", and sees a first
  *   brownout after a restart (a series that first appears with 1 hides that increase from Prometheus).
@@ -80,7 +80,7 @@ export function createAliasMetrics(
   startAtZero(brownoutRefusals, 'route', brownoutRoutes);
   new Gauge({
     name: ALIAS_CONSUMERS_METRIC,
-    help: `Aliased requests guaranteed (space-saving) (count - error of the usage report) of the ${TOP_CONSUMER_SERIES} consumers with the most since the usage table was reset (GET /aliases/usage on the admin listener has the rest).`,
+    help: `Guaranteed aliased requests (count - error in the usage report) of the ${TOP_CONSUMER_SERIES} consumers with the most since the usage table was reset (GET /aliases/usage on the admin listener has the rest).`,
     labelNames: ['consumer'] as const,
     registers: [registry],
     collect() {

@@ -14,7 +14,6 @@ import { rewriteBody } from './rewrite-body.ts';
 import { rewriteQuery } from './rewrite-query.ts';
 import { ALIAS_TABLE, type AliasRow } from './table.ts';
 
-const UUID = 'c0000000-0000-4000-8000-000000000001';
 const TYPE_UUID = 'a0000000-0000-4000-8000-000000000003';
 /**
  * The examples name the reference backend's seed data (`npm start`'s demo), so that each one runs as
@@ -120,7 +119,7 @@ function section(row: AliasRow): string[] {
     );
   } else {
     const upstream = Buffer.from(
-      JSON.stringify({ uuid: UUID, name: 'example', [row.canonical]: exampleValue(row.canonical) }),
+      JSON.stringify({ uuid: MISSION_UUID, name: 'example', [row.canonical]: exampleValue(row.canonical) }),
     );
     const result = patchJson([row], upstream) as { body?: Buffer };
     const patched = (result.body ?? upstream).toString();

@@ -253,14 +253,15 @@ export class UsageTable {
   }
 
   /**
-   * The `limit` consumers with the most aliased requests guaranteed (space-saving) — `count - error`, the
-   * space-saving lower bound — highest first (ties: the most recent first), each with that bound as its
+   * The `limit` consumers with the highest guaranteed counts — `count - error`, the space-saving lower
+   * bound (Metwally et al.) — highest first (ties: the most recent first), each with that bound as its
    * `count`: what `shim_alias_consumers` exports. Ranked by `count`, a flood of one-off consumers (each
    * inheriting the evicted minimum as its count, and as its error) filled the gauge's 10 series with
    * counts of 78 for consumers seen once, above real consumers with fewer requests (lifecycle audit,
    * 2026-11-26); their lower bound is 1. One pass over the table, no sort.
    * @param limit Most consumers returned (the gauge's 10).
-   * @returns `{ consumer, count }`, at most `limit`, `count` the guaranteed number of aliased requests (space-saving: at least this many).
+   * @returns `{ consumer, count }`, at most `limit` of them; `count` the guaranteed number of aliased
+   *   requests (at least this many); none for a `limit` below 1.
    * @example
    * table.guaranteed(10); // [{ consumer: 'team-a', count: 1200 }, …]
    */

@@ -1,7 +1,8 @@
 /**
  * Which validator a legacy client's 304 carries (SPEC §6: "a 304 carries the validator the 200
- * carried"). A patched 200 carries the upstream's entity tag made weak and marked (`W/"x+patched"`); an unpatched one (a
- * body that is not JSON, or one served during a brownout) carries the upstream's own (`"x"`). A 304
+ * carried"). A patched 200 carries the upstream's entity tag made weak and marked (`W/"x+patched"`);
+ * an unpatched one (a body that is not JSON, or one served during a brownout) carries the upstream's
+ * own (`"x"`). A 304
  * usually has no `Content-Type`, so its body's kind cannot tell which 200 the client holds: the
  * client's `If-None-Match` can, since the client sends the tag it was given.
  */

@@ -27,7 +27,8 @@ export interface ExchangeState {
   /**
    * Some hook of the exchange has `onResponse` (it may patch the body): the client's `Range` and
    * `If-Range` are not forwarded, and its responses say `Accept-Ranges: none` (SPEC §6; RFC 9110
-   * §14.2: the full 200 is patched). Decided by the forwarder before the request goes upstream.
+   * §14.2: the full 200 is patched); its validators go upstream as outgoing-request.ts `patchable` makes
+   * them. Decided by the forwarder before the request goes upstream.
    */
   rangesRefused: boolean;
   /** Why the shim answered itself, when it did. */

@@ -35,7 +35,7 @@ import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { type ResponseHeadOptions, responseHead, revalidationKeepsVary } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
-import { createUpstreamTransport } from './upstream-agent.ts';
+import { createUpstreamTransport, type UpstreamTransportOptions } from './upstream-agent.ts';
 import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
 import { UPSTREAM_MESSAGES } from './upstream-error.ts';
 
@@ -43,12 +43,11 @@ import { UPSTREAM_MESSAGES } from './upstream-error.ts';
 export interface ForwarderOptions {
   /** The canonical upstream, `http://` or `https://` (a path prefix is kept). */
   upstream: URL;
-  /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`). */
-  upstreamCa?: string;
-  /** Idle pooled upstream connections are closed after this many ms (`UPSTREAM_IDLE_TIMEOUT_MS`; default 4 s). */
-  upstreamIdleTimeoutMs?: number;
-  /** A new upstream connection not established within this many ms → 502 (`UPSTREAM_CONNECT_TIMEOUT_MS`; default 5 s). */
-  upstreamConnectTimeoutMs?: number;
+  /**
+   * The upstream pool's TLS trust, idle and connect timeouts (`UPSTREAM_CA_FILE`,
+   * `UPSTREAM_IDLE_TIMEOUT_MS`, `UPSTREAM_CONNECT_TIMEOUT_MS`; upstream-agent.ts defaults when absent).
+   */
+  transport?: UpstreamTransportOptions;
   /**
    * No response headers within this many ms after the request was sent → 504; a socket idle that
    * long in any phase → 504 before the head, an aborted response after it.
@@ -166,13 +165,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     metrics,
     logger,
   } = options;
-  const transport = createUpstreamTransport(options.upstream, {
-    ...(options.upstreamCa !== undefined && { caPem: options.upstreamCa }),
-    ...(options.upstreamIdleTimeoutMs !== undefined && { idleTimeoutMs: options.upstreamIdleTimeoutMs }),
-    ...(options.upstreamConnectTimeoutMs !== undefined && {
-      connectTimeoutMs: options.upstreamConnectTimeoutMs,
-    }),
-  });
+  const transport = createUpstreamTransport(options.upstream, options.transport);
   const { agent } = transport;
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
@@ -354,8 +347,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       {
         forwardedHeaders,
         rewrittenLength: Buffer.isBuffer(body) ? body.length : undefined,
-        dropRange: state.rangesRefused,
-        patchedValidators: state.rangesRefused,
+        patchable: state.rangesRefused,
         upstreamHost,
         ...(admissionHeaders !== undefined && { admissionHeaders }),
       },

@@ -120,14 +120,14 @@ export interface UpstreamHeaderOptions {
   readonly forwardedHeaders?: ForwardedHeaders;
   /** Length of the rewritten body, when the shim rewrote it. */
   readonly rewrittenLength?: number;
-  /** Drop `Range` and `If-Range`: a response hook may patch the body, so the full 200 is needed (RFC 9110 §14.2). */
-  readonly dropRange?: boolean;
   /**
-   * A response hook may patch the body: `If-None-Match` goes with the patched tags only, as the
-   * upstream's (validators.ts `upstreamIfNoneMatch`), or not at all; beside it, no `If-Modified-Since`
-   * (RFC 9110 §13.1.3).
+   * A response hook may patch the body: what the client holds is not the upstream's representation, so
+   * the upstream is asked for its full current one. `Range` and `If-Range` are dropped (RFC 9110 §14.2:
+   * a range of a body to patch cannot be patched); `If-None-Match` goes with the patched tags only, as
+   * the upstream's (validators.ts `upstreamIfNoneMatch`), or not at all; beside it, no
+   * `If-Modified-Since` (RFC 9110 §13.1.3).
    */
-  readonly patchedValidators?: boolean;
+  readonly patchable?: boolean;
   /**
    * The upstream's authority (`host[:port]`, `URL.host`), sent as `Host` when the client sent none: an
    * HTTP/1.0 request may lack it, but the upstream request is HTTP/1.1, which must carry one (RFC 9112
@@ -237,9 +237,9 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  * - A header whose name with `_` spells a header the shim sets, strips or admits on, or a CGI
  *   meta-variable, is dropped and named in `underscored` ({@link isOwnedNameAlias}).
  * - `Proxy` is dropped (httpoxy, CVE-2016-5385: see {@link HTTPOXY}).
- * - With `dropRange`: `Range` and `If-Range` dropped.
- * - With `patchedValidators`: `If-None-Match` as {@link upstreamIfNoneMatch} makes it (RFC 9110 §8.8.3:
- *   the client's tags of a patched response mapped back, the others dropped), or dropped; and when the
+ * - With `patchable`: `Range` and `If-Range` dropped; `If-None-Match` as {@link upstreamIfNoneMatch}
+ *   makes it (RFC 9110 §8.8.3: the client's tags of a patched response mapped back, the others
+ *   dropped), or dropped; and when the
  *   client sent `If-None-Match`, its `If-Modified-Since` is dropped (RFC 9110 §13.1.3: ignored beside
  *   `If-None-Match`; forwarded alone, it would answer for the tags the shim dropped: a legacy client
  *   holding the unpatched copy of a JSON resource, from a brownout or another variant, got a 304 for it).
@@ -270,14 +270,12 @@ export function buildUpstreamHeaders(
   // RFC 9110 §13.1.3: a recipient MUST ignore If-Modified-Since when If-None-Match is present. The
   // upstream may see fewer tags (none) than the client sent, never the date the client's tags override.
   const dropModifiedSince =
-    options.patchedValidators === true &&
-    headers['if-none-match'] !== undefined &&
-    !listed.includes('if-none-match');
+    options.patchable === true && headers['if-none-match'] !== undefined && !listed.includes('if-none-match');
   for (const name in headers) {
     if (REPLACED.has(name) || HOP_BY_HOP.has(name) || name === HTTPOXY) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
-    if (options.dropRange && RANGE.has(name)) continue;
-    if (options.patchedValidators && name === 'if-none-match') {
+    if (options.patchable && RANGE.has(name)) continue;
+    if (options.patchable && name === 'if-none-match') {
       const forwarded = upstreamIfNoneMatch(text(headers[name]));
       if (forwarded !== undefined) out.push(name, forwarded);
       continue;

@@ -52,8 +52,8 @@ export function revalidationKeepsVary(status: number, upstreamVary: string | und
 }
 
 /**
- * What a patched body makes false: its length, its validator (weakened and marked instead), and digests of
- * the upstream's bytes (RFC 9530 `Content-Digest`, `Repr-Digest`; RFC 3230 `Digest`; RFC 1864
+ * What a patched body makes false: its length, its validator (weakened and marked instead), and
+ * digests of the upstream's bytes (RFC 9530 `Content-Digest`, `Repr-Digest`; RFC 3230 `Digest`; RFC 1864
  * `Content-MD5`), which a client that checks them would find wrong: dropped rather than recomputed,
  * since a digest of a streamed body is known only at its end.
  */
@@ -99,8 +99,8 @@ export interface ResponseHeadOptions {
  *
  * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
  *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
- * - `options.patched`: no `Content-Length` (the body goes chunked), `ETag` made weak and marked (SPEC §6; validators.ts `patchedEtag`), no
- *   digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
+ * - `options.patched`: no `Content-Length` (the body goes chunked), `ETag` made weak and marked (SPEC §6;
+ *   validators.ts `patchedEtag`), no digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
  * - `options.varyName`: merged into `Vary` with {@link mergeVary}.
  * - `options.rangesRefused`: the client's `Range` was not forwarded (SPEC §6), so `Accept-Ranges: none`
  *   replaces whatever the upstream advertised (RFC 9110 §14.3): this client cannot get ranges.

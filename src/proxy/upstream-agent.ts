@@ -300,6 +300,24 @@ function resolvesName(options: http.ClientRequestArgs): boolean {
 }
 
 /**
+ * A new connection of an upstream pool, `http:` or `https:`: made by the agent's own
+ * `createConnection` (`create`), reading into the shared buffer ({@link withSharedReadBuffer}) and
+ * ready for its request within `connectTimeoutMs` ({@link withConnectDeadline}).
+ * @param create The agent's own `createConnection` (a TCP or a TLS socket).
+ * @param options The connection's options, as the agent passes them.
+ * @param connectTimeoutMs `UPSTREAM_CONNECT_TIMEOUT_MS`.
+ * @returns The socket, still connecting.
+ */
+function upstreamConnection(
+  create: (options: http.ClientRequestArgs) => Duplex,
+  options: http.ClientRequestArgs,
+  connectTimeoutMs: number,
+): Duplex {
+  const socket = withSharedReadBuffer((o) => create(o as http.ClientRequestArgs), options);
+  return withConnectDeadline(socket, connectTimeoutMs, resolvesName(options));
+}
+
+/**
  * The `http:` upstream pool: its sockets read into the shared buffer ({@link withSharedReadBuffer}) and
  * must connect within a deadline ({@link withConnectDeadline}).
  */
@@ -314,8 +332,7 @@ export class SharedReadBufferAgent extends http.Agent {
     this.#connectTimeoutMs = connectTimeoutMs;
   }
   override createConnection(options: http.ClientRequestArgs): Duplex {
-    const socket = withSharedReadBuffer((o) => super.createConnection(o as http.ClientRequestArgs)!, options);
-    return withConnectDeadline(socket, this.#connectTimeoutMs, resolvesName(options));
+    return upstreamConnection((o) => super.createConnection(o)!, options, this.#connectTimeoutMs);
   }
 }
 
@@ -327,11 +344,7 @@ function sharedReadBufferHttpsAgent(
 ): http.Agent {
   class SharedReadBufferHttpsAgent extends https.Agent {
     override createConnection(connection: http.ClientRequestArgs): Duplex {
-      const socket = withSharedReadBuffer(
-        (o) => super.createConnection(o as http.ClientRequestArgs)!,
-        connection,
-      );
-      return withConnectDeadline(socket, connectTimeoutMs, resolvesName(connection));
+      return upstreamConnection((o) => super.createConnection(o)!, connection, connectTimeoutMs);
     }
   }
   return new SharedReadBufferHttpsAgent(options);

@@ -443,8 +443,8 @@ export function lookAtWrites(
  * none of the bytes: the peer vanished without a FIN or RST — a dead node, a pulled cable, an expired
  * NAT or conntrack entry — or it stopped reading), `onStuck` runs, once, within 11/10 of `timeoutMs`.
  * Idle without a queued write, or while the socket connects, is not stuck; nor is the time the shim
- * itself was stopped ({@link lookAtWrites}). Used for the two writes no
- * other timer bounds (docs/reliability.md fixes 85, 86): a streamed upload to the upstream, which
+ * itself was stopped ({@link lookAtWrites}). Used for the two writes no other timer bounds
+ * (docs/reliability.md fixes 85, 86): a streamed upload to the upstream, which
  * Node's idle timer gave twice `UPSTREAM_TIMEOUT_MS` ({@link writeProgress}), and the tail of a
  * response the upstream has sent whole, whose upstream socket, and its timer, are gone. nginx bounds
  * both the same way: `proxy_send_timeout` and `send_timeout`, 60 s "between two successive write

@@ -47,6 +47,7 @@ export function entityTags(value: string | undefined): string[] {
  * The entity tag of a patched response: the upstream's made weak (its bytes differ, RFC 9110 §8.8.1)
  * and marked, so that it is weakly equal to no tag the upstream sends (RFC 9110 §8.8.3).
  * @param etag The upstream's `ETag`, strong or weak.
+ * @returns `W/"<opaque>+patched"`; a value that is no quoted tag is only made weak. Never throws.
  * @example patchedEtag('"v1"') // → 'W/"v1+patched"'
  * @example patchedEtag('W/"419-abc"') // → 'W/"419-abc+patched"'
  */
