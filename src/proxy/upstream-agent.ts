@@ -229,6 +229,23 @@ export function isEstablished(socket: Duplex | null): boolean {
 }
 
 /**
+ * Arms an upstream request's idle timer (`socket.setTimeout`) again from inside its own firing, with
+ * `onIdle` listening. Node's `ClientRequest.setTimeout` delegates the socket's `'timeout'` to the
+ * request once (`listenSocketTimeout`: `socket.once('timeout', …)`, skipped while `req.timeoutCb` is
+ * set, which the first arming leaves set): a second call re-armed the socket's timer with nobody
+ * listening, and the exchange had no idle bound left (docs/reliability.md fix 104). Clearing
+ * `timeoutCb` makes the call delegate again; Node's own clean-up, which removes the delegate by that
+ * field when the response ends, is unchanged.
+ * @param req The upstream request, its socket assigned.
+ * @param ms The idle timeout (`UPSTREAM_TIMEOUT_MS`).
+ * @param onIdle Called once when the socket has been idle for `ms`.
+ */
+export function rearmIdleTimer(req: http.ClientRequest, ms: number, onIdle: () => void): void {
+  (req as http.ClientRequest & { timeoutCb: unknown }).timeoutCb = null;
+  req.setTimeout(ms, onIdle);
+}
+
+/**
  * How far a socket's writes have got: the bytes its kernel has taken (Node's `_bytesDispatched`, the
  * bytes handed to libuv, less the handle's `writeQueueSize`, those libuv still holds), and whether
  * libuv still holds some. The bytes taken grow whenever the peer's TCP window lets a queued write move,

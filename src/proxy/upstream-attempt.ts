@@ -20,6 +20,7 @@ import {
   dropQueuedRequest,
   isEstablished,
   onNewConnection,
+  rearmIdleTimer,
   type UpstreamTransport,
   writeProgress,
 } from './upstream-agent.ts';
@@ -205,15 +206,16 @@ export function createUpstreamAttempt(
       };
       /**
        * Node's idle timer of the upstream socket fired. It may have fired for a shim that was stopped or
-       * blocked while both peers went on (docs/reliability.md fix 99): the sockets are read first, and a
-       * peer that moved meanwhile is no timeout — the timer is armed again (its 'timeout' listener runs once).
+       * blocked while both peers went on (docs/reliability.md fix 99): the sockets are read first, and an
+       * exchange that moved meanwhile ({@link idleProgress}) is no timeout — the timer is armed again
+       * ({@link rearmIdleTimer}: its 'timeout' listener runs once, and so does Node's delegation).
        */
       const onIdle = () =>
         afterPendingIo(
-          () => exchangeProgress(req.socket, upstreamReq.socket),
+          () => idleProgress(req.socket, upstreamReq.socket),
           (moved) => {
             if (failed || clientGone || upstreamReq.destroyed) return;
-            if (moved) upstreamReq.setTimeout(upstreamTimeoutMs, onIdle);
+            if (moved) rearmIdleTimer(upstreamReq, upstreamTimeoutMs, onIdle);
             else onTimeout();
           },
         );
@@ -376,18 +378,23 @@ export function createUpstreamAttempt(
 export const WRITE_WATCH_LOOKS = 10;
 
 /**
- * The bytes an exchange's two sockets have read and sent so far, as one number that changes when
- * either moves: the client's socket and, once it has one, the upstream request's.
- * @param sockets The sockets (`null` for an upstream request still waiting for one).
+ * The progress of an exchange as the upstream idle timer sees it ({@link afterPendingIo}), as one number
+ * that changes when the exchange moves: the bytes the upstream socket has read and sent, and the bytes
+ * the client's socket has sent (the client taking the response). Not the bytes the client's socket has
+ * read: an upload that moves reaches the upstream socket within the same turn, and one that does not is
+ * no progress of the upstream (the upstream connection still being made, fix 76; a client's bytes
+ * behind a stalled download): a client trickling bytes kept the idle timer from ever acting
+ * (docs/reliability.md fix 103).
+ * @param client The client's socket.
+ * @param upstream The upstream request's socket (`null` while it waits for one).
  * @returns A sum to compare between two samples; its value means nothing.
  */
-function exchangeProgress(...sockets: (Duplex | null)[]): number {
-  let sum = 0;
-  for (const socket of sockets) {
-    if (socket === null) continue;
-    sum += ((socket as Duplex & { bytesRead?: number }).bytesRead ?? 0) + writeProgress(socket).sent;
-  }
-  return sum;
+function idleProgress(client: Duplex, upstream: Duplex | null): number {
+  const taken = writeProgress(client).sent;
+  if (upstream === null) return taken;
+  return (
+    taken + ((upstream as Duplex & { bytesRead?: number }).bytesRead ?? 0) + writeProgress(upstream).sent
+  );
 }
 
 /** What a write watchdog keeps between two looks ({@link lookAtWrites}); times are `performance.now()`, ms. */

@@ -115,6 +115,43 @@ describe('a shim stopped longer than its timeouts while its peers go on', () => 
     expect(got.body.equals(body)).toBe(true);
   });
 
+  // Fix 104: the idle timer, armed again because the upstream had moved during the stop (fix 99), had
+  // nobody listening (Node delegates a socket's 'timeout' to its request once): a download that stalled
+  // afterwards was never cut.
+  it.concurrent('still cuts a download that stalls after the stop, UPSTREAM_TIMEOUT_MS later', async () => {
+    const upstream = await startUpstream();
+    const shim = await startShim(upstream.url);
+    const url = new URL(shim.url);
+    const response = new Promise<IncomingMessage>((resolve, reject) =>
+      http
+        .get(
+          { host: url.hostname, port: url.port, path: '/download', headers: CLIENT, agent: false },
+          resolve,
+        )
+        .on('error', reject),
+    );
+    const exchange = await waitFor(() => upstream.pending[0], { what: 'the request upstream' });
+    exchange.res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 64 * 1024 });
+    exchange.res.write(Buffer.alloc(16 * 1024, 'x'));
+    const res = await response;
+    let received = 0;
+    res.on('data', (d: Buffer) => {
+      received += d.length;
+    });
+    await pause(
+      shim,
+      () => exchange.res.write(Buffer.alloc(16 * 1024, 'y')), // … and the other 32 KiB never come
+      () => exchange.req.socket.writableLength === 0,
+    );
+    const resumedAt = performance.now();
+    await new Promise((r) => res.once('close', r));
+    const ms = performance.now() - resumedAt;
+    expect(res.complete).toBe(false);
+    expect(received).toBe(32 * 1024);
+    expect(ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(ms).toBeLessThan(3 * TIMEOUT_MS);
+  });
+
   it.concurrent('forwards a streamed upload the client went on sending during the stop (not 408)', async () => {
     const upstream = await startUpstream();
     const shim = await startShim(upstream.url);

@@ -38,10 +38,13 @@ const SLACK_MS = SERVER_TIMEOUTS.connectionsCheckingIntervalMs + 1_000;
 
 const stacks: Stack[] = [];
 const servers: net.Server[] = [];
+/** The connections the raw upstreams accepted ({@link rawUpstream}), destroyed at the end. */
+const upstreamSockets = new Set<net.Socket>();
 // The tests run concurrently (each waits on timers, not on the CPU), each on its own stack; all are
-// closed at the end.
+// closed at the end, the raw upstreams' connections too (a failed test's would hold `close` for ever).
 afterAll(async () => {
   for (const s of stacks.splice(0)) await s.close();
+  for (const s of upstreamSockets) s.destroy();
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
@@ -55,21 +58,30 @@ async function shortTimeoutStack(env: Record<string, string> = {}): Promise<Stac
   return stack;
 }
 
+/** A TCP listener on 127.0.0.1 that hands each connection to `onConnection`; closed at the end. */
+async function rawUpstream(onConnection: (socket: net.Socket) => void): Promise<number> {
+  const server = net.createServer((s) => {
+    upstreamSockets.add(s);
+    s.on('error', () => {});
+    s.on('close', () => upstreamSockets.delete(s));
+    onConnection(s);
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return (server.address() as net.AddressInfo).port;
+}
+
 /** An upstream that accepts anything and never answers; counts its open sockets. */
 async function silentUpstream(): Promise<{ url: string; open: () => number; bytes: () => number }> {
   const sockets = new Set<net.Socket>();
   let bytes = 0;
-  const server = net.createServer((s) => {
+  const port = await rawUpstream((s) => {
     sockets.add(s);
     s.on('data', (d) => {
       bytes += d.length;
     });
-    s.on('error', () => {});
     s.on('close', () => sockets.delete(s));
   });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     open: () => sockets.size,
@@ -347,14 +359,7 @@ describe.concurrent('a streamed upload the client stops sending', () => {
   it('an upstream whose connection is never established is an upstream timeout, the client sending steadily', async ({
     expect,
   }) => {
-    const accepted: net.Socket[] = [];
-    const server = net.createServer((s) => {
-      s.on('error', () => {});
-      accepted.push(s); // takes the TCP connection, never answers the TLS ClientHello
-    });
-    servers.push(server);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const { port } = server.address() as net.AddressInfo;
+    const port = await rawUpstream(() => {}); // takes the TCP connection, never answers the TLS ClientHello
     const stack = await startStack({
       UPSTREAM_URL: `https://127.0.0.1:${port}`,
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
@@ -365,7 +370,7 @@ describe.concurrent('a streamed upload the client stops sending', () => {
         'POST /api/health HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/octet-stream\r\n' +
           'Content-Length: 100000\r\n\r\n',
       );
-      drip(s, 'a'.repeat(100_000), 20); // a byte every 20 ms: never idle for UPSTREAM_MS
+      drip(s, 'a'.repeat(100_000), 1); // a byte every 1 ms: never idle for UPSTREAM_MS
     });
     expect(response).toMatch(/^HTTP\/1\.1 504 /);
     const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
@@ -373,19 +378,11 @@ describe.concurrent('a streamed upload the client stops sending', () => {
     });
     expect(line).toMatchObject({ upstreamError: 'ESHIMTIMEDOUT' });
     expect(line).not.toHaveProperty('clientStalled');
-    for (const s of accepted) s.destroy();
   });
 
   it('an upstream that stops reading the body is still an upstream timeout', async ({ expect }) => {
-    const accepted: net.Socket[] = [];
-    const server = net.createServer((s) => {
-      s.pause(); // reads nothing: the shim's writes of the body back up (nor the shim's close)
-      s.on('error', () => {});
-      accepted.push(s);
-    });
-    servers.push(server);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const { port } = server.address() as net.AddressInfo;
+    // Reads nothing: the shim's writes of the body back up (nor the shim's close).
+    const port = await rawUpstream((s) => s.pause());
     const stack = await startStack({
       UPSTREAM_URL: `http://127.0.0.1:${port}`,
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
@@ -403,7 +400,42 @@ describe.concurrent('a streamed upload the client stops sending', () => {
       what: 'the request line',
     });
     expect(line).toMatchObject({ upstreamError: 'ESHIMTIMEDOUT' });
-    for (const s of accepted) s.destroy();
+  });
+});
+
+// Fix 103: the bytes a client sends while its download is stalled are no progress of the upstream. The
+// idle timer counted the client's reads as the exchange's progress (fix 99), so a client trickling
+// bytes behind its request (a pipelined request it never finishes) kept a stalled upstream's exchange,
+// and its pooled connection, open for as long as it trickled.
+describe.concurrent('a download the upstream stalls', () => {
+  it('is cut after UPSTREAM_TIMEOUT_MS, the client trickling bytes behind its request', async ({
+    expect,
+  }) => {
+    const port = await rawUpstream(
+      (s) =>
+        s.once('data', () =>
+          s.write(
+            'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n0123456789',
+          ),
+        ), // … and the other 990 bytes never come
+    );
+    const stack = await startStack({
+      UPSTREAM_URL: `http://127.0.0.1:${port}`,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+    });
+    stacks.push(stack);
+    const { ms, response } = await connection(stack, (s) => {
+      s.write('GET /api/health HTTP/1.1\r\nHost: shim.test\r\n\r\n');
+      drip(s, `GET /api/health HTTP/1.1\r\nX-Slow: ${'a'.repeat(4_000)}`, 1); // a byte every 1 ms for 4 s or more
+    });
+    expect(response).toMatch(/^HTTP\/1\.1 200 /);
+    expect(response.endsWith('0123456789')).toBe(true); // cut: the 990 bytes are not made up
+    expect(ms).toBeGreaterThanOrEqual(UPSTREAM_MS - 50);
+    expect(ms).toBeLessThan(UPSTREAM_MS + SLACK_MS);
+    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(line).toMatchObject({ upstreamError: 'ESHIMTIMEDOUT' });
   });
 });
 
