@@ -354,6 +354,7 @@ export function createUpstreamAttempt(
         };
         upstreamRes.on('end', watchTail);
         upstreamReq.on('close', watchTail);
+        if (body === 'stream') keepUploadGoing(req, upstreamReq, upstreamRes, upstreamTimeoutMs);
         try {
           relayResponse(f, upstreamRes, fail);
         } catch (err) {
@@ -482,6 +483,71 @@ function watchStuckWrites(
   timer.unref();
   const stop = () => clearInterval(timer);
   return stop;
+}
+
+/**
+ * Keeps a streamed upload going, and bounded, once the upstream's response has come (an early answer:
+ * a 404, 401 or 413, or a 2xx, to a body not all sent yet; RFC 9112 §9.5 lets the upstream go on
+ * reading). Node's `ClientRequest` stops listening to its socket's `'drain'` when the response is
+ * complete (`socketOnData` removes `ondrain`), and takes its idle timer's delegate off the socket when
+ * the response ends (`responseOnEnd`), while it keeps the connection until the body is sent
+ * (`requestOnFinish`); and the upload's write watchdog stops at the head. So the first write that met
+ * backpressure after the response waited for a `'drain'` that never came: the client's body unread, its
+ * connection and the upstream's held with no timer, until the upstream closed (a Node upstream's
+ * keep-alive timeout, 5 s) or the server's `requestTimeout` (600 s), or for ever for an upstream that
+ * keeps the connection (docs/reliability.md fix 120). Now the socket's `'drain'` reaches the request
+ * (as Node's `ondrain` does, and server.ts `relayDrain` for the client side), and after the response's
+ * end a write stuck for `timeoutMs` (the watchdog of fix 85) destroys the upstream request, counted as
+ * its timeout (the client's whole response goes on; the rest of its body is read and dropped, at most
+ * {@link DISCARD_LIMIT_MS}, fix 78), as does the client's connection closing with its body incomplete
+ * (Node's server tells the request nothing once its response has finished).
+ * @param req The client's request, its body streamed upstream.
+ * @param upstreamReq The upstream request, its response head just received.
+ * @param upstreamRes That response.
+ * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
+ */
+function keepUploadGoing(
+  req: IncomingMessage,
+  upstreamReq: ClientRequest,
+  upstreamRes: IncomingMessage,
+  timeoutMs: number,
+): void {
+  const socket = upstreamReq.socket;
+  if (socket === null || upstreamReq.writableFinished || upstreamReq.destroyed) return;
+  // After Node's own `ondrain` (added before), which clears the flag while it still listens.
+  const relayDrain = () => {
+    if (upstreamReq.writableNeedDrain && socket.writableLength === 0) upstreamReq.emit('drain');
+  };
+  socket.on('drain', relayDrain);
+  const client = req.socket;
+  const onClientClose = () => {
+    if (!req.complete) upstreamReq.destroy();
+  };
+  let stopWatch: (() => void) | undefined;
+  const bound = () => {
+    if (upstreamReq.writableFinished || upstreamReq.destroyed) return;
+    // The socket may have drained between the response's completion and its end.
+    relayDrain();
+    stopWatch = watchStuckWrites(
+      socket,
+      timeoutMs,
+      () => !upstreamReq.writableFinished && !upstreamReq.destroyed,
+      () =>
+        upstreamReq.destroy(
+          upstreamError('upstream stopped reading the request body after its response', SHIM_TIMEOUT_CODE),
+        ),
+    );
+    client.once('close', onClientClose);
+  };
+  upstreamRes.once('end', bound);
+  const done = () => {
+    socket.off('drain', relayDrain);
+    upstreamRes.off('end', bound);
+    stopWatch?.();
+    client.off('close', onClientClose);
+  };
+  upstreamReq.once('finish', done);
+  upstreamReq.once('close', done);
 }
 
 /**
