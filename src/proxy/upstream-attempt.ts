@@ -495,7 +495,7 @@ function watchStuckWrites(
  * backpressure after the response waited for a `'drain'` that never came: the client's body unread, its
  * connection and the upstream's held with no timer, until the upstream closed (a Node upstream's
  * keep-alive timeout, 5 s) or the server's `requestTimeout` (600 s), or for ever for an upstream that
- * keeps the connection (docs/reliability.md fix 120). Now the socket's `'drain'` reaches the request
+ * keeps the connection (docs/reliability.md fix 105). Now the socket's `'drain'` reaches the request
  * (as Node's `ondrain` does, and server.ts `relayDrain` for the client side), and after the response's
  * end a write stuck for `timeoutMs` (the watchdog of fix 85) destroys the upstream request, counted as
  * its timeout (the client's whole response goes on; the rest of its body is read and dropped, at most

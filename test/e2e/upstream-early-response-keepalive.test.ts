@@ -4,7 +4,7 @@
  * `2xx` that acknowledges early). Node's `ClientRequest` stops listening to its socket's `'drain'` once
  * the response is complete, and takes its idle timer off the socket when the response ends: the shim's
  * next write that met backpressure waited for ever, the client's body unread and both connections held
- * with no timer (docs/reliability.md fix 120).
+ * with no timer (docs/reliability.md fix 105).
  */
 import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
