@@ -9,12 +9,12 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { usageRoutes } from '../../src/aliases/usage-routes.ts';
 import { UsageTable } from '../../src/aliases/usage-table.ts';
 import { createAdminServer } from '../../src/observability/admin.ts';
+import { withLoopDelay } from '../helpers/cpu.ts';
 import { send } from '../helpers/http.ts';
 
 const CONSUMERS = 100_000;
@@ -80,13 +80,15 @@ describe('GET /aliases/usage of a table of 100,000 consumers', () => {
   it('never holds the event loop for most of the listing, and lists the table whole and in order', async () => {
     const table = fullTable();
     const url = await start(table);
-    const delay = monitorEventLoopDelay({ resolution: 5 });
-    delay.enable();
     const started = performance.now();
-    const reply = await readInChild(`${url}/aliases/usage`);
+    // The longest turn, as far as this thread used the CPU in it. Read as wall time
+    // (monitorEventLoopDelay), a test process the OS did not run for 600 ms during the listing read a
+    // 600 ms stall: 9 of 20 runs failed with the test process frozen 600 ms every 1.5 s (docs/testing.md
+    // "Runs under load"), 0 of 20 now; without fix 97 (one slice) 402 ms of 625 still fails.
+    const { result: reply, maxStallMs: longestStallMs } = await withLoopDelay(() =>
+      readInChild(`${url}/aliases/usage`),
+    );
     const elapsedMs = performance.now() - started;
-    delay.disable();
-    const longestStallMs = delay.max / 1e6;
 
     expect(reply.head).toMatch(/^200 application\/json; charset=utf-8 no-store$/);
     const report = JSON.parse(reply.body) as { recorded: number; capacity: number; consumers: unknown[] };

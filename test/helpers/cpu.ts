@@ -31,3 +31,36 @@ export function cpuOfEach<T>(
     return out;
   });
 }
+
+/** Interval of the stall sampler of {@link withLoopDelay}, in ms. */
+const TICK_MS = 10;
+
+/**
+ * Runs `work` and returns its result and the longest event-loop stall meanwhile, in ms: the longest
+ * gap between two ticks of a {@link TICK_MS} timer beyond the interval, counted only as far as this
+ * thread (the shim's: the stack runs in-process) used CPU during the gap (`process.threadCpuUsage`).
+ * Time the OS did not run it (a loaded, throttled or paused CI runner) is then no stall, while a loop
+ * kept busy for a second is one. (`monitorEventLoopDelay` reads wall time: a test process frozen 600 ms
+ * read a 600 ms stall; docs/testing.md "Runs under load".)
+ * @example const { result, maxStallMs } = await withLoopDelay(() => send(stack.url, 'GET', '/'));
+ */
+export async function withLoopDelay<T>(work: () => Promise<T>): Promise<{ result: T; maxStallMs: number }> {
+  let maxStallMs = 0;
+  let lastWall = performance.now();
+  let lastCpu = process.threadCpuUsage();
+  const sample = () => {
+    const wall = performance.now();
+    const cpu = process.threadCpuUsage(lastCpu);
+    maxStallMs = Math.max(maxStallMs, Math.min(wall - lastWall - TICK_MS, (cpu.user + cpu.system) / 1000));
+    lastWall = wall;
+    lastCpu = process.threadCpuUsage();
+  };
+  const timer = setInterval(sample, TICK_MS);
+  try {
+    const result = await work();
+    sample();
+    return { result, maxStallMs };
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withLoopDelay } from '../helpers/cpu.ts';
 import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, markRequests } from '../helpers/http1-frames.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -115,37 +116,6 @@ afterAll(async () => {
   await roomy.close();
   await recorder.close();
 });
-
-/** Interval of the stall sampler of {@link withLoopDelay}, in ms. */
-const TICK_MS = 10;
-
-/**
- * Runs `work` and returns its result and the longest event-loop stall meanwhile, in ms: the longest
- * gap between two ticks of a {@link TICK_MS} timer beyond the interval, counted only as far as this
- * thread (the shim's: the stack runs in-process) used CPU during the gap (`process.threadCpuUsage`).
- * Time the OS did not run it (a loaded, throttled or paused CI runner) is then no stall, while a loop
- * kept busy for a second is one.
- */
-async function withLoopDelay<T>(work: () => Promise<T>): Promise<{ result: T; maxStallMs: number }> {
-  let maxStallMs = 0;
-  let lastWall = performance.now();
-  let lastCpu = process.threadCpuUsage();
-  const sample = () => {
-    const wall = performance.now();
-    const cpu = process.threadCpuUsage(lastCpu);
-    maxStallMs = Math.max(maxStallMs, Math.min(wall - lastWall - TICK_MS, (cpu.user + cpu.system) / 1000));
-    lastWall = wall;
-    lastCpu = process.threadCpuUsage();
-  };
-  const timer = setInterval(sample, TICK_MS);
-  try {
-    const result = await work();
-    sample();
-    return { result, maxStallMs };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 /** POSTs a body to a rewritten route; returns the reply and what the upstream received. */
 async function post(target: Stack, body: string | Buffer, headers: Record<string, string> = JSON_TYPE) {
