@@ -354,7 +354,9 @@ export function createUpstreamAttempt(
         };
         upstreamRes.on('end', watchTail);
         upstreamReq.on('close', watchTail);
-        if (body === 'stream') keepUploadGoing(req, upstreamReq, upstreamRes, upstreamTimeoutMs);
+        // A rewritten body too: `end(body)` queues all of it, and an upstream that answers early and
+        // stops reading leaves it in the socket's queue (fix 106).
+        if (body !== undefined) keepUploadGoing(req, upstreamReq, upstreamRes, upstreamTimeoutMs);
         try {
           relayResponse(f, upstreamRes, fail);
         } catch (err) {
@@ -486,7 +488,7 @@ function watchStuckWrites(
 }
 
 /**
- * Keeps a streamed upload going, and bounded, once the upstream's response has come (an early answer:
+ * Keeps an upload going, and bounded, once the upstream's response has come (an early answer:
  * a 404, 401 or 413, or a 2xx, to a body not all sent yet; RFC 9112 §9.5 lets the upstream go on
  * reading). Node's `ClientRequest` stops listening to its socket's `'drain'` when the response is
  * complete (`socketOnData` removes `ondrain`), and takes its idle timer's delegate off the socket when
@@ -500,8 +502,11 @@ function watchStuckWrites(
  * end a write stuck for `timeoutMs` (the watchdog of fix 85) destroys the upstream request, counted as
  * its timeout (the client's whole response goes on; the rest of its body is read and dropped, at most
  * {@link DISCARD_LIMIT_MS}, fix 78), as does the client's connection closing with its body incomplete
- * (Node's server tells the request nothing once its response has finished).
- * @param req The client's request, its body streamed upstream.
+ * (Node's server tells the request nothing once its response has finished). A rewritten body, sent
+ * whole with `end(body)`, is bounded the same way: an upstream that answered early and stopped reading
+ * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue, outside the buffer budget (released
+ * at the head), and the upstream connection held, with no timer (docs/reliability.md fix 106).
+ * @param req The client's request, its body streamed or rewritten upstream.
  * @param upstreamReq The upstream request, its response head just received.
  * @param upstreamRes That response.
  * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
