@@ -1,0 +1,30 @@
+/**
+ * An upstream that answered an upload early and stopped reading it (docs/reliability.md fixes 105,
+ * 106): the streamed and the rewritten bodies' tests.
+ */
+import { expect } from 'vitest';
+import { waitFor } from './poll.ts';
+import type { Stack } from './stack.ts';
+
+/**
+ * Waits until the stack's upstream pool has no connection in use — the upstream connection given up —
+ * and checks that this came `timeoutMs` or more after the answer, counted as an upstream timeout
+ * (`shim_upstream_errors_total{kind="timeout"} 1`). Without the fixes the connection was held with no
+ * timer: the wait fails after four timeouts.
+ * @param stack The stack under test.
+ * @param answeredAt When the client saw the early answer (`performance.now()`, ms).
+ * @param timeoutMs The stack's `UPSTREAM_TIMEOUT_MS`.
+ */
+export async function expectUpstreamGivenUp(
+  stack: Stack,
+  answeredAt: number,
+  timeoutMs: number,
+): Promise<void> {
+  const agent = stack.shim.forwarder.agent;
+  await waitFor(() => Object.keys(agent.sockets).length === 0, {
+    timeoutMs: timeoutMs * 4,
+    what: 'the upstream connection given up',
+  });
+  expect(performance.now() - answeredAt).toBeGreaterThanOrEqual(timeoutMs - 50);
+  expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="timeout"\} 1/);
+}
