@@ -12,6 +12,8 @@ export interface RawUpstream {
   received: string[];
   /** Number of TCP connections accepted. */
   connections(): number;
+  /** Number of those still open. */
+  open(): number;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,7 @@ export async function startRawUpstream(
     url: `http://127.0.0.1:${port}`,
     received,
     connections: () => received.length,
+    open: () => sockets.size,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

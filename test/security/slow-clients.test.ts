@@ -26,6 +26,7 @@ import { createFrontServer, SERVER_TIMEOUTS } from '../../src/proxy/server.ts';
 import { startDebugUpstream } from '../helpers/debug-upstream.ts';
 import { send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
+import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 const HEAD_MS = 500;
@@ -38,13 +39,13 @@ const SLACK_MS = SERVER_TIMEOUTS.connectionsCheckingIntervalMs + 1_000;
 
 const stacks: Stack[] = [];
 const servers: net.Server[] = [];
-/** The connections the raw upstreams accepted ({@link rawUpstream}), destroyed at the end. */
-const upstreamSockets = new Set<net.Socket>();
+const upstreams: RawUpstream[] = [];
 // The tests run concurrently (each waits on timers, not on the CPU), each on its own stack; all are
-// closed at the end, the raw upstreams' connections too (a failed test's would hold `close` for ever).
+// closed at the end, the raw upstreams with their connections (a failed test's would hold a plain
+// `server.close` for ever).
 afterAll(async () => {
   for (const s of stacks.splice(0)) await s.close();
-  for (const s of upstreamSockets) s.destroy();
+  for (const u of upstreams.splice(0)) await u.close();
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
 });
 
@@ -58,34 +59,20 @@ async function shortTimeoutStack(env: Record<string, string> = {}): Promise<Stac
   return stack;
 }
 
-/** A TCP listener on 127.0.0.1 that hands each connection to `onConnection`; closed at the end. */
-async function rawUpstream(onConnection: (socket: net.Socket) => void): Promise<number> {
-  const server = net.createServer((s) => {
-    upstreamSockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => upstreamSockets.delete(s));
-    onConnection(s);
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return (server.address() as net.AddressInfo).port;
+/** A raw upstream ({@link startRawUpstream}) closed at the end. */
+async function rawUpstream(onData: Parameters<typeof startRawUpstream>[0]): Promise<RawUpstream> {
+  const upstream = await startRawUpstream(onData);
+  upstreams.push(upstream);
+  return upstream;
 }
 
 /** An upstream that accepts anything and never answers; counts its open sockets. */
 async function silentUpstream(): Promise<{ url: string; open: () => number; bytes: () => number }> {
-  const sockets = new Set<net.Socket>();
-  let bytes = 0;
-  const port = await rawUpstream((s) => {
-    sockets.add(s);
-    s.on('data', (d) => {
-      bytes += d.length;
-    });
-    s.on('close', () => sockets.delete(s));
-  });
+  const upstream = await rawUpstream(() => {});
   return {
-    url: `http://127.0.0.1:${port}`,
-    open: () => sockets.size,
-    bytes: () => bytes,
+    url: upstream.url,
+    open: upstream.open,
+    bytes: () => upstream.received.reduce((sum, r) => sum + r.length, 0), // latin1: a char a byte
   };
 }
 
@@ -359,9 +346,9 @@ describe.concurrent('a streamed upload the client stops sending', () => {
   it('an upstream whose connection is never established is an upstream timeout, the client sending steadily', async ({
     expect,
   }) => {
-    const port = await rawUpstream(() => {}); // takes the TCP connection, never answers the TLS ClientHello
+    const upstream = await rawUpstream(() => {}); // takes the TCP connection, never answers the TLS ClientHello
     const stack = await startStack({
-      UPSTREAM_URL: `https://127.0.0.1:${port}`,
+      UPSTREAM_URL: upstream.url.replace('http:', 'https:'),
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
     });
     stacks.push(stack);
@@ -381,10 +368,10 @@ describe.concurrent('a streamed upload the client stops sending', () => {
   });
 
   it('an upstream that stops reading the body is still an upstream timeout', async ({ expect }) => {
-    // Reads nothing: the shim's writes of the body back up (nor the shim's close).
-    const port = await rawUpstream((s) => s.pause());
+    // Reads nothing after the first bytes: the shim's writes of the body back up (nor the shim's close).
+    const upstream = await rawUpstream((s) => s.pause());
     const stack = await startStack({
-      UPSTREAM_URL: `http://127.0.0.1:${port}`,
+      UPSTREAM_URL: upstream.url,
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
     });
     stacks.push(stack);
@@ -411,16 +398,15 @@ describe.concurrent('a download the upstream stalls', () => {
   it('is cut after UPSTREAM_TIMEOUT_MS, the client trickling bytes behind its request', async ({
     expect,
   }) => {
-    const port = await rawUpstream(
-      (s) =>
-        s.once('data', () =>
-          s.write(
-            'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n0123456789',
-          ),
-        ), // … and the other 990 bytes never come
-    );
+    // Answers the request's first bytes with the head and 10 of 1,000 bytes; the other 990 never come.
+    const upstream = await rawUpstream((s) => {
+      if (s.bytesWritten === 0)
+        s.write(
+          'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n0123456789',
+        );
+    });
     const stack = await startStack({
-      UPSTREAM_URL: `http://127.0.0.1:${port}`,
+      UPSTREAM_URL: upstream.url,
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
     });
     stacks.push(stack);
