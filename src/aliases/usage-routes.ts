@@ -49,14 +49,25 @@ function writeInSlices(res: ServerResponse, prefix: string, listing: UsageRankin
   });
 }
 
+/**
+ * The `limit` of a usage listing: a whole number written in decimal digits (`0`, `10`; at most 9
+ * digits), else `undefined` — absent, empty (`?limit=`), signed, fractional, hexadecimal, exponent or
+ * padded forms, which `Number` would have read as 0 or as some other number.
+ * @param raw The `limit` query parameter, decoded (`URLSearchParams.get`), or `null` when absent.
+ * @returns The number of consumers to list, or `undefined` for the whole table.
+ */
+export function listingLimit(raw: string | null): number | undefined {
+  return raw !== null && /^[0-9]{1,9}$/.test(raw) ? Number(raw) : undefined;
+}
+
 /** Path of the usage report on the admin listener (issue 11 item 1). */
 export const USAGE_PATH = '/aliases/usage';
 
 /**
  * The admin routes of the usage report.
  * - `GET /aliases/usage[?limit=n]` → 200 `{since, capacity, recorded, consumers}`, the consumers sorted
- *   by `count` ({@link UsageTable.ranking}); a `limit` that is not a whole number ≥ 0 lists the whole
- *   table. A listing of more than {@link LISTING_SLICE} consumers is written a slice at a time
+ *   by `count` ({@link UsageTable.ranking}); a `limit` that is not a whole number ≥ 0 in decimal digits
+ *   ({@link listingLimit}; an empty one too) lists the whole table. A listing of more than {@link LISTING_SLICE} consumers is written a slice at a time
  *   (chunked, no `Content-Length`), so that a large table does not hold the event loop the front door
  *   shares; `HEAD` gets the head alone.
  * - `DELETE /aliases/usage` → 204: the table is reset and `since` moves to now.
@@ -74,10 +85,8 @@ export function usageRoutes(usage: UsageTable, now: () => number): AdminRoute[] 
       method: 'GET',
       path: USAGE_PATH,
       handle(req: IncomingMessage, res: ServerResponse) {
-        const limit = Number(
-          new URL(req.url ?? '/', 'http://admin').searchParams.get('limit') ?? usage.capacity,
-        );
-        const listing = usage.ranking(Number.isInteger(limit) && limit >= 0 ? limit : usage.capacity);
+        const limit = listingLimit(new URL(req.url ?? '/', 'http://admin').searchParams.get('limit'));
+        const listing = usage.ranking(limit ?? usage.capacity);
         const head = {
           since: new Date(since).toISOString(),
           capacity: usage.capacity,

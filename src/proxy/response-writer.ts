@@ -214,7 +214,8 @@ export function exposedNames(rawHeaders: readonly string[], extra: readonly stri
 /**
  * The fields of an upstream's `103 Early Hints` to pass on (RFC 8297; RFC 9110 §15.2: a proxy MUST
  * forward the 1xx responses it did not ask for), as Node's `ServerResponse.writeEarlyHints` takes them:
- * end-to-end fields only, names lower-cased, repeats as arrays.
+ * end-to-end fields only, names lower-cased, repeats as arrays (in linear time: an upstream may repeat a
+ * field up to Node's 2,000-field limit).
  * @param rawHeaders The 103's `rawHeaders` (flat, as Node's `information` event gives them).
  * @returns The hints, or `undefined` when there is no `Link` (Node sends no 103 without one, and a 103
  *   without preload links tells the client nothing).
@@ -222,13 +223,17 @@ export function exposedNames(rawHeaders: readonly string[], extra: readonly stri
  * earlyHints(['Link', '</a.css>; rel=preload', 'Connection', 'keep-alive']) // → { link: '</a.css>; rel=preload' }
  */
 export function earlyHints(rawHeaders: readonly string[]): Record<string, string | string[]> | undefined {
-  const hints: Record<string, string | string[]> = {};
+  // No prototype: a field named `constructor`, `toString` or `__proto__` is a field like any other
+  // (with `{}` it found Object.prototype's member as its "earlier value" and sent it on).
+  const hints: Record<string, string | string[]> = Object.create(null);
   const fields = endToEndRawHeaders(rawHeaders);
   for (let i = 0; i < fields.length; i += 2) {
     const name = (fields[i] as string).toLowerCase();
     const value = fields[i + 1] as string;
     const prior = hints[name];
-    hints[name] = prior === undefined ? value : Array.isArray(prior) ? [...prior, value] : [prior, value];
+    if (prior === undefined) hints[name] = value;
+    else if (Array.isArray(prior)) prior.push(value);
+    else hints[name] = [prior, value];
   }
   return hints.link === undefined ? undefined : hints;
 }

@@ -217,7 +217,7 @@ describe('1xx responses of the upstream (RFC 9110 §15.2)', () => {
     raw = await startRawUpstream((socket, received) => {
       if (!received.includes('\r\n\r\n')) return;
       socket.write(
-        'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nKeep-Alive: timeout=5\r\n\r\n',
+        'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nKeep-Alive: timeout=5\r\nConstructor: c1\r\n\r\n',
       );
       socket.write(jsonResponse('{"ok":true}'));
     });
@@ -237,6 +237,9 @@ describe('1xx responses of the upstream (RFC 9110 §15.2)', () => {
     expect(hints).toMatch(/^HTTP\/1\.1 103 Early Hints\r\n/);
     expect(hints.toLowerCase()).toContain('link: </style.css>; rel=preload; as=style\r\n');
     expect(hints.toLowerCase()).not.toContain('keep-alive: timeout');
+    // A field named like a member of Object.prototype goes on as sent (not Object's constructor).
+    expect(hints.toLowerCase()).toContain('constructor: c1\r\n');
+    expect(hints).not.toContain('native code');
     expect(text).toContain('{"ok":true}');
   });
 

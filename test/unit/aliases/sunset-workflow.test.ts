@@ -153,6 +153,10 @@ describe('consumers', () => {
       }),
     ]);
     expect(usage('?limit=1').consumers).toHaveLength(1);
+    expect(usage('?limit=0').consumers).toEqual([]);
+    // Not a whole number in decimal digits: the whole table (`Number` read '' as 0, '0x1' as 1).
+    for (const limit of ['', '-1', '1.5', 'abc', '0x1', '1e0', '%201', '+1'])
+      expect(usage(`?limit=${limit}`).consumers, `?limit=${limit}`).toHaveLength(2);
   });
 
   it('does not count requests that used no alias', () => {

@@ -326,6 +326,33 @@ describe('earlyHints', () => {
     });
   });
 
+  it("a 103 field named like a member of Object.prototype: passed on as sent, never the prototype's member", () => {
+    const hints = earlyHints([
+      'Link',
+      '</a.css>; rel=preload',
+      'Constructor',
+      'c1',
+      'toString',
+      't1',
+      '__proto__',
+      'p1',
+      '__proto__',
+      'p2',
+    ]);
+    expect(hints).toBeDefined();
+    expect(Object.keys(hints!)).toEqual(['link', 'constructor', 'tostring', '__proto__']);
+    expect(hints!.constructor).toBe('c1');
+    expect(hints!.tostring).toBe('t1');
+    expect(Object.getOwnPropertyDescriptor(hints, '__proto__')?.value).toEqual(['p1', 'p2']);
+  });
+
+  it('keeps every repeat of a field, in order', () => {
+    const raw = ['Link', '</a.css>; rel=preload'];
+    for (let k = 0; k < 1000; k++) raw.push('X-Hint', `h${k}`);
+    const hints = earlyHints(raw)!;
+    expect(hints['x-hint']).toEqual(Array.from({ length: 1000 }, (_, k) => `h${k}`));
+  });
+
   it('is undefined without a Link (Node would send nothing)', () => {
     expect(earlyHints(['X-Trace', 't1'])).toBeUndefined();
     expect(earlyHints([])).toBeUndefined();
