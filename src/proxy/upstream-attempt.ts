@@ -508,8 +508,9 @@ function watchStuckWrites(
  * {@link DISCARD_LIMIT_MS}, fix 78), as does the client's connection closing with its body incomplete
  * (Node's server tells the request nothing once its response has finished). A rewritten body, sent
  * whole with `end(body)`, is bounded the same way: an upstream that answered early and stopped reading
- * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue, outside the buffer budget (released
- * at the head), and the upstream connection held, with no timer (docs/reliability.md fix 106).
+ * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue (counted in the buffer budget
+ * until it leaves: {@link releaseWhenSent}), and the upstream connection held, with no timer
+ * (docs/reliability.md fix 106).
  * @param req The client's request, its body streamed or rewritten upstream.
  * @param upstreamReq The upstream request, its response head just received.
  * @param upstreamRes That response.
