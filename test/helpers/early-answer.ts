@@ -13,7 +13,11 @@ import type { Stack } from './stack.ts';
  * exchange's line was written with its response). Without the fixes the connection was held with no
  * timer: the wait fails after four timeouts.
  * @param stack The stack under test.
- * @param answeredAt When the client saw the early answer (`performance.now()`, ms).
+ * @param answeredAt When the upstream wrote its early answer (`performance.now()`, ms, taken in the
+ *   upstream's handler before its write): the shim cannot have had the answer sooner. Not when the
+ *   client saw it: the test's poll sees the answer late on a loaded machine (284 ms late in 1 of 6
+ *   shuffled runs beside a busy loop), and the bound then failed although the shim waited its whole
+ *   timeout.
  * @param timeoutMs The stack's `UPSTREAM_TIMEOUT_MS`.
  */
 export async function expectUpstreamGivenUp(
