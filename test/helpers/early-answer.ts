@@ -15,9 +15,8 @@ import type { Stack } from './stack.ts';
  * @param stack The stack under test.
  * @param answeredAt When the upstream wrote its early answer (`performance.now()`, ms, taken in the
  *   upstream's handler before its write): the shim cannot have had the answer sooner. Not when the
- *   client saw it: the test's poll sees the answer late on a loaded machine (284 ms late in 1 of 6
- *   shuffled runs beside a busy loop), and the bound then failed although the shim waited its whole
- *   timeout.
+ *   client saw it: on a loaded machine the test's poll sees the answer late (284 ms), and the bound
+ *   failed although the shim had waited its whole timeout (2 of 11 shuffled runs beside a busy loop).
  * @param timeoutMs The stack's `UPSTREAM_TIMEOUT_MS`.
  */
 export async function expectUpstreamGivenUp(
