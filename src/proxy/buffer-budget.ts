@@ -121,6 +121,21 @@ export class Reservation {
     return true;
   }
 
+  /**
+   * Moves everything held to a new reservation of the same budget and ceiling, for another owner to
+   * release; this one then holds nothing (its own release, still due, gives back nothing more). For a
+   * rewritten body that outlives its exchange's response: an upstream that answered before the body
+   * was all sent leaves the rest queued in its socket (upstream-attempt.ts; docs/reliability.md fix
+   * 111).
+   * @returns The new reservation, holding what this one held.
+   */
+  transfer(): Reservation {
+    const moved = new Reservation(this.budget, this.ceiling);
+    moved.held = this.held;
+    this.held = 0;
+    return moved;
+  }
+
   /** Returns everything held to the budget. Idempotent. */
   release(): void {
     if (this.held === 0) return;

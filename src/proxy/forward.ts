@@ -199,6 +199,20 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   ) => {
     metrics.upstreamErrors.inc({ kind: decision.kind });
     state.exchange.logFields.upstreamError = err.code ?? err.message;
+    if (res.writableFinished) {
+      // The exchange's line was written when its response finished, before this failure: an upload
+      // the upstream answered early and then stopped reading (upstream-attempt.ts keepUploadGoing).
+      // A line of its own, so that every count has a line (docs/reliability.md fix 110).
+      logger.warn(
+        {
+          req: { method: res.req.method, path: state.exchange.path },
+          res: { statusCode: res.statusCode },
+          upstreamError: err.code ?? err.message,
+          kind: decision.kind,
+        },
+        'upstream request failed after its response was sent',
+      );
+    }
     // A whole response goes on to the client (counted all the same).
     if (decision.action === 'finish') return;
     if (decision.action === 'abort' || res.headersSent) {

@@ -10,6 +10,7 @@ import {
   decodeBody,
   encodeBody,
   SUPPORTED_CODINGS,
+  type SupportedCoding,
   supportedCoding,
 } from './content-coding.ts';
 import { ShimError } from './errors.ts';
@@ -138,7 +139,8 @@ export function readBoundedBody(
  * @param req The request, unread.
  * @param rewrites The hooks with a `body` rewrite, in plugin order.
  * @param limit `MAX_REWRITE_BODY` in bytes (encoded and decoded).
- * @param options Budget reservation (the decoded copy is reserved too) and deadline.
+ * @param options Budget reservation (the decoded copy is reserved too; released here when the body is
+ *   refused, held on success until the caller releases it) and deadline.
  * @returns The body to forward: the client's own bytes when the body is empty or no rewrite changed
  *   anything.
  * @throws {ShimError} `size` (413) above `limit` bytes (encoded or decoded), `encoding` (415) for a
@@ -160,6 +162,35 @@ export async function rewriteRequestBody(
     );
   }
   const raw = await readBoundedBody(req, limit, options);
+  try {
+    return await rewriteReadBody(raw, coding, rewrites, limit, options.reservation);
+  } catch (err) {
+    // A body refused after it was read holds nothing, as readBoundedBody's refusals: the exchange's
+    // end (the response's 'close', forward.ts) releases the reservation too, but it may have passed
+    // while the body was decoded (the client gone meanwhile), and the decoded copy reserved after it
+    // was never given back (docs/reliability.md fix 109).
+    options.reservation?.release();
+    throw err;
+  }
+}
+
+/**
+ * The part of {@link rewriteRequestBody} after the read: decode, rewrite, encode again.
+ * @param raw The body as the client sent it.
+ * @param coding Its content coding.
+ * @param rewrites The hooks with a `body` rewrite, in plugin order.
+ * @param limit `MAX_REWRITE_BODY` in bytes (decoded).
+ * @param reservation The exchange's reservation, grown by the decoded copy.
+ * @returns The body to forward.
+ * @throws {ShimError} as {@link rewriteRequestBody}, and whatever the rewrites throw.
+ */
+async function rewriteReadBody(
+  raw: Buffer,
+  coding: SupportedCoding,
+  rewrites: readonly ExchangeHooks[],
+  limit: number,
+  reservation: Reservation | undefined,
+): Promise<Buffer> {
   let body = raw;
   if (coding !== 'identity') {
     try {
@@ -173,7 +204,7 @@ export async function rewriteRequestBody(
       }
       throw new ShimError('body', `The request body is not valid ${coding} data.`);
     }
-    if (options.reservation && !options.reservation.grow(body.length)) throw overBudget();
+    if (reservation && !reservation.grow(body.length)) throw overBudget();
   }
   if (body.length === 0) return raw;
   const decoded = body;

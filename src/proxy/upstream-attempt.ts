@@ -46,7 +46,11 @@ export interface Forwarding {
   readonly url: string;
   /** What goes upstream as the body: nothing, the client's stream, or the rewritten bytes. */
   body: Buffer | 'stream' | undefined;
-  /** The budget held for a rewritten body: released once the upstream's head arrived. */
+  /**
+   * The budget held for a rewritten body: released once the upstream's head arrived and the body has
+   * left the shim (written to the kernel, or its upstream request closed), or when the exchange ends
+   * first.
+   */
   reservation: Reservation | undefined;
 }
 
@@ -325,7 +329,7 @@ export function createUpstreamAttempt(
         headReceived = true;
         upstreamResponse = upstreamRes;
         headerTimer?.clear();
-        f.reservation?.release();
+        if (f.reservation) releaseWhenSent(f.reservation, upstreamReq);
         upstreamRes.on('error', (err: NodeJS.ErrnoException) => fail(err));
         upstreamRes.on('close', () => {
           if (!upstreamRes.complete) fail(upstreamError('upstream response cut short', 'ECONNRESET'));
@@ -504,8 +508,9 @@ function watchStuckWrites(
  * {@link DISCARD_LIMIT_MS}, fix 78), as does the client's connection closing with its body incomplete
  * (Node's server tells the request nothing once its response has finished). A rewritten body, sent
  * whole with `end(body)`, is bounded the same way: an upstream that answered early and stopped reading
- * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue, outside the buffer budget (released
- * at the head), and the upstream connection held, with no timer (docs/reliability.md fix 106).
+ * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue (counted in the buffer budget
+ * until it leaves: {@link releaseWhenSent}), and the upstream connection held, with no timer
+ * (docs/reliability.md fix 106).
  * @param req The client's request, its body streamed or rewritten upstream.
  * @param upstreamReq The upstream request, its response head just received.
  * @param upstreamRes That response.
@@ -553,6 +558,30 @@ function keepUploadGoing(
   };
   upstreamReq.once('finish', done);
   upstreamReq.once('close', done);
+}
+
+/**
+ * Releases a rewritten body's reservation once the upstream's head arrived (the body is never sent
+ * again): at once when the body has all been written (`writableFinished`) or its request was destroyed,
+ * else when its request finishes writing it or closes. An upstream that answers before the body was all
+ * sent (a 401, 404 or 413 at its head) leaves the rest queued in the shim's socket, and the exchange's
+ * response, whose close also releases, may end long before (fixes 105, 106): released at the head, up
+ * to `MAX_REWRITE_BODY` per exchange sat in memory outside `MAX_BUFFERED_BYTES` for as long as the
+ * upstream took to read it, and the budget admitted more (docs/reliability.md fix 111). The bytes move
+ * to a reservation of the upstream request's own ({@link Reservation.transfer}); `'close'` comes in
+ * every case (destroyed, or its socket freed or closed).
+ * @param reservation The exchange's reservation.
+ * @param upstreamReq The upstream request whose response head has just arrived.
+ */
+function releaseWhenSent(reservation: Reservation, upstreamReq: ClientRequest): void {
+  if (upstreamReq.writableFinished || upstreamReq.destroyed) {
+    reservation.release();
+    return;
+  }
+  const queued = reservation.transfer();
+  const release = () => queued.release();
+  upstreamReq.once('finish', release);
+  upstreamReq.once('close', release);
 }
 
 /**

@@ -25,6 +25,7 @@ afterEach(async () => {
 /** A raw upstream answering `/upload` at its head with {@link EARLY}; `read` false: it then reads nothing. */
 async function earlyUpstream(read: boolean) {
   let bodyBytes = 0;
+  let answeredAt = Number.NaN;
   const upstream = await startRawUpstream((socket, received) => {
     const s = socket as net.Socket & { answered?: boolean; headEnd?: number };
     if (s.answered) {
@@ -35,12 +36,13 @@ async function earlyUpstream(read: boolean) {
     if (headEnd < 0) return;
     s.answered = true;
     s.headEnd = headEnd + 4;
+    answeredAt = performance.now();
     socket.write(EARLY);
     bodyBytes = received.length - s.headEnd;
     if (!read) socket.pause();
   });
   cleanup.push(() => upstream.close());
-  return { upstream, bodyBytes: () => bodyBytes };
+  return { upstream, bodyBytes: () => bodyBytes, answeredAt: () => answeredAt };
 }
 
 describe('an upload the upstream answers early and keeps the connection', () => {
@@ -73,7 +75,7 @@ describe('an upload the upstream answers early and keeps the connection', () => 
   });
 
   it('cuts an upstream that stops reading after UPSTREAM_TIMEOUT_MS, and closes the client’s connection', async () => {
-    const { upstream } = await earlyUpstream(false);
+    const { upstream, answeredAt } = await earlyUpstream(false);
     const stack = await startStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) });
     cleanup.push(() => stack.close());
     const client = openRaw(stack.url);
@@ -87,7 +89,7 @@ describe('an upload the upstream answers early and keeps the connection', () => 
     }, 5);
     cleanup.push(async () => clearInterval(drip));
     await waitFor(() => client.text().startsWith('HTTP/1.1 404'), { what: 'the early answer' });
-    await expectUpstreamGivenUp(stack, performance.now(), TIMEOUT_MS);
+    await expectUpstreamGivenUp(stack, answeredAt(), TIMEOUT_MS);
     // The rest of the body is read and dropped for DISCARD_LIMIT_MS (5 s), then the connection closes.
     await waitFor(() => client.socket.destroyed, { timeoutMs: 10_000, what: 'the client connection closed' });
   });

@@ -63,6 +63,20 @@ describe('Reservation', () => {
     expect(r.bytes).toBe(0);
   });
 
+  it('transfers what it holds to a new owner: each release gives back its own share once (fix 111)', () => {
+    const budget = createBufferBudget(100);
+    const r = new Reservation(budget, 50);
+    r.grow(40);
+    const moved = r.transfer();
+    expect([r.bytes, moved.bytes, budget.used]).toEqual([0, 40, 40]);
+    r.release(); // the exchange's end, before the new owner is done
+    expect(budget.used).toBe(40);
+    expect(moved.grow(20)).toBe(false); // the same ceiling
+    moved.release();
+    moved.release();
+    expect(budget.used).toBe(0);
+  });
+
   it('with a ceiling, grows only while the budget’s total use stays within it; others may go beyond', () => {
     const budget = createBufferBudget(100);
     const body = new Reservation(budget, requestBodyCeiling(budget));

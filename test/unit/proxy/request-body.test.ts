@@ -317,6 +317,31 @@ describe('rewriteRequestBody', () => {
     expect(out.equals(encoded)).toBe(true);
     expect(calls).toEqual([]);
   });
+
+  it.each([
+    ['the rewrite refuses the decoded body', zlib.gzipSync('not json'), 'body'],
+    ['the body does not decode', Buffer.from('not gzip'), 'body'],
+    ['the decoded body is over the limit', zlib.gzipSync(Buffer.alloc(2000, 0x20)), 'size'],
+  ])('releases the whole reservation, decoded copy included, when %s', async (_, encoded, reason) => {
+    const budget = createBufferBudget(1_000_000);
+    const reservation = new Reservation(budget);
+    const { hooks } = strictRewrite();
+    const req = requestOf([encoded], { ...JSON_HEADERS, 'content-encoding': 'gzip' });
+    const err = await rejection(rewriteRequestBody(req, [hooks], 1024, { reservation }));
+    expect((err as ShimError).reason).toBe(reason);
+    // Released here: the exchange's own release may have run already (docs/reliability.md fix 109).
+    expect(budget.used).toBe(0);
+  });
+
+  it('keeps the reservation of a body it returns, decoded copy included, for the caller to release', async () => {
+    const budget = createBufferBudget(1_000_000);
+    const reservation = new Reservation(budget);
+    const { hooks } = strictRewrite();
+    const encoded = zlib.gzipSync('{"tags":1}');
+    const req = requestOf([encoded], { ...JSON_HEADERS, 'content-encoding': 'gzip' });
+    await rewriteRequestBody(req, [hooks], 1024, { reservation });
+    expect(budget.used).toBe(encoded.length + '{"tags":1}'.length);
+  });
 });
 
 /** The "large unread body" test that decides between draining and closing after a refusal (app.ts). */
