@@ -136,6 +136,12 @@ describe('rewriteBody — malformed bodies', () => {
     }
   });
 
+  it('says what to send', () => {
+    expect(() => rewriteBody(missions, Buffer.from('{"tags":1'))).toThrow(
+      /^Request body is not valid JSON: .* at byte 9\. Send a UTF-8 JSON text \(RFC 8259\)\.$/,
+    );
+  });
+
   it('rejects invalid UTF-8 anywhere, not only in keys', () => {
     const body = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
     expect(() => rewriteBody(missions, body)).toThrow(/invalid UTF-8 in string at byte 9\./);

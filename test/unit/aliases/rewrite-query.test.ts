@@ -64,6 +64,9 @@ describe('rewriteQuery — forms of a name', () => {
     '%E2%28=1',
     'ta+gs=a',
     'tags%5D=a',
+    'tagsx5b=a', // `5b` without its `%` is no bracket
+    'tags%2b=a', // `%2b` is `+`, not `%5B`
+    'tags%5=a',
     '[tags=a', // a leading bracket never closed
     '[ta[gs]=a', // … or closed only after another opens: qs reads `[ta` then `[gs]`
     '[]tags=a',
@@ -235,6 +238,7 @@ describe('decodeName — malformed escapes cost no exception (fix 83)', () => {
     '%C3%41', // not a continuation byte
     '%C0%AF', // overlong
     '%E2%82%AC',
+    '%E0%A0%80', // U+0800, the first three-byte sequence
     '%E2%82',
     '%ED%A0%80', // a surrogate
     '%F0%9F%98%80',

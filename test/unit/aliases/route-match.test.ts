@@ -92,9 +92,12 @@ describe('compileRoutes().match — what must not match', () => {
 });
 
 describe('compileRoutes — table errors', () => {
-  it('rejects a request row without a path', () => {
+  it('rejects a request row without a path or without a method', () => {
     expect(() => compileRoutes([{ where: 'body', method: 'POST', canonical: 'a', alias: 'b' }])).toThrow(
       /needs a method and a path/,
+    );
+    expect(() => compileRoutes([{ where: 'query', path: '/files', canonical: 'a', alias: 'b' }])).toThrow(
+      'alias table: query row b→a needs a method and a path',
     );
   });
 
@@ -114,5 +117,21 @@ describe('compileRoutes — table errors', () => {
     expect(m.match('GET', '/v1.0/7/x+y')).toBeDefined();
     expect(m.match('GET', '/v1x0/7/x+y')).toBeUndefined();
     expect(m.match('GET', '/v1.0/7/xxy')).toBeUndefined();
+  });
+
+  it('reads only a whole segment ":name" as a parameter; a colon inside a segment is literal', () => {
+    const m = compileRoutes([
+      { where: 'body', method: 'POST', path: '/files:search', canonical: 'a', alias: 'b' },
+    ]);
+    expect(m.match('POST', '/files:search')).toBeDefined();
+    expect(m.match('POST', '/anything')).toBeUndefined();
+  });
+
+  it('hands out routes that cannot be changed: one matcher serves every request', () => {
+    const route = matcher.match('POST', '/missions')!;
+    expect(Object.isFrozen(route)).toBe(true);
+    expect(Object.isFrozen(route.body)).toBe(true);
+    expect(Object.isFrozen(route.query)).toBe(true);
+    expect(route.body.every((rename) => Object.isFrozen(rename))).toBe(true);
   });
 });

@@ -34,6 +34,7 @@ describe('parseClientVersion', () => {
     ['10.20.30', '10.20.30', [], []],
     ['0.59.0.dev20260101', '0.59.0-dev.20260101', ['dev', 20260101], []],
     ['0.59.0.dev0', '0.59.0-dev.0', ['dev', 0], []],
+    ['10.20.30.dev7', '10.20.30-dev.7', ['dev', 7], []],
   ])('accepts %j as %s', (text, version, prerelease, build) => {
     const parsed = parseClientVersion(text);
     expect(parsed?.version).toBe(version);
@@ -69,9 +70,16 @@ describe('parseClientVersion', () => {
     ['major above MAX_SAFE_INTEGER', '9007199254740993.0.0'],
     ['longer than 256 characters', `1.0.0-${'a'.repeat(260)}`],
     ['array (repeated header)', ['0.59.0', '0.59.0']],
+    ['array of one dev form', ['0.59.0.dev1']],
     ['empty array', []],
   ])('rejects %s (%j)', (_name, value) => {
     expect(parseClientVersion(value)).toBeUndefined();
+  });
+
+  it('accepts up to 256 characters (the bound before any expression, docs/reliability.md)', () => {
+    const of = (length: number) => `1.0.0-${'a'.repeat(length - '1.0.0-'.length)}`;
+    expect(parseClientVersion(of(256))?.version).toBe(of(256));
+    expect(parseClientVersion(of(257))).toBeUndefined();
   });
 
   describe('properties', () => {
@@ -287,5 +295,30 @@ describe('clientVersionGate', () => {
     // More distinct versions than it remembers: each still parsed and judged correctly.
     for (let i = 0; i < KNOWN_VERSIONS_LIMIT + 10; i++) expect(admit(`1.${i}.0`)?.version).toBe(`1.${i}.0`);
     expect(admit('0.59.0')?.version).toBe('0.59.0');
+  });
+
+  it('remembers at most KNOWN_VERSIONS_LIMIT versions, then starts over', () => {
+    const gate = clientVersionGate({
+      header: 'service-client-version',
+      headerDisplayName: 'Service-Client-Version',
+      minimum: undefined,
+    });
+    const admit = (value: string) => {
+      const req = { url: '/', method: 'GET', headers: { 'service-client-version': value } };
+      const state = createExchangeState(req as unknown as IncomingMessage, 0);
+      gate(req as unknown as IncomingMessage, state);
+      return state.exchange.clientVersion;
+    };
+    const first = admit('0.59.0');
+    // Invalid values take no place in the memory.
+    for (let i = 0; i < KNOWN_VERSIONS_LIMIT; i++) expect(() => admit(`v${i}`)).toThrow(ShimError);
+    for (let i = 1; i < KNOWN_VERSIONS_LIMIT; i++) admit(`1.${i}.0`);
+    // Full (KNOWN_VERSIONS_LIMIT valid versions): all remembered.
+    expect(admit('0.59.0')).toBe(first);
+    // One more: the memory starts over, and the first is parsed again.
+    admit('2.0.0');
+    const again = admit('0.59.0');
+    expect(again).not.toBe(first);
+    expect(again?.version).toBe('0.59.0');
   });
 });

@@ -195,6 +195,15 @@ describe('credentialIdentity', () => {
     expect(of([])).toBeUndefined();
   });
 
+  it('is the auth cookies present when only some are sent, and none when all are blank', () => {
+    // The cookies' values, each or empty (a public path's request need not carry all of them).
+    expect(of(['Cookie', 'authtoken=a'])).toBe('cookies:a;');
+    expect(of(['Cookie', 'refreshtoken=r'])).toBe('cookies:;r');
+    // Blank values are no credential, as for the gate (checkCredentials): `" "` is a space once unquoted.
+    expect(of(['Cookie', 'authtoken=" "; refreshtoken=" "'])).toBeUndefined();
+    expect(of(['x-api-key', ' ', 'Cookie', 'authtoken=%20'])).toBeUndefined();
+  });
+
   it('tells consumers apart', () => {
     expect(of(['x-api-key', 'a'])).not.toBe(of(['x-api-key', 'b']));
     expect(of(['Cookie', 'authtoken=a; refreshtoken=r'])).not.toBe(

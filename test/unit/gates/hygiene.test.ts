@@ -2,7 +2,7 @@
  * Request hygiene (SPEC §3 step 1): origin-form targets without dot segments, encoded slashes,
  * backslashes or NUL; unambiguous framing; no protocol upgrades.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,9 +11,12 @@ import {
   checkFraming,
   checkHost,
   checkRequestTarget,
+  checkSingleHost,
+  hygieneGate,
   isUpgradeRequest,
 } from '../../../src/gates/hygiene.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
+import type { ExchangeState } from '../../../src/proxy/exchange.ts';
 import { fuzzParams } from '../../fuzz/budget.ts';
 import { anyCodePoint } from '../../fuzz/code-points.ts';
 
@@ -80,7 +83,19 @@ describe('checkRequestTarget', () => {
 
   it('rejects a path percent-encoded too many times over', () => {
     expect(checkRequestTarget('/a/%25252525252e')).toBeDefined();
+    // Four rounds are inspected: a harmless `A` encoded three times over passes, four times over does not.
+    expect(checkRequestTarget('/a%252541')).toBeUndefined();
+    expect(checkRequestTarget('/a%25252541')).toBe('The path is percent-encoded too many times over.');
   });
+
+  it.each(['/a%09..', '/a%0d%0a/b', '/a%7f', '/a%2509b', '/a%01'])(
+    'rejects the control character, once decoded, in %j',
+    (target) => {
+      expect(checkRequestTarget(target)).toBe(
+        'The path must not contain control characters (also percent-encoded).',
+      );
+    },
+  );
 
   it.each([
     '/',
@@ -284,6 +299,18 @@ describe('checkFraming', () => {
   );
 });
 
+describe('checkSingleHost', () => {
+  it.each<[string[], boolean]>([
+    [[], true],
+    [['Host', 'a'], true],
+    [['Host', 'a', 'X-Host', 'b'], true],
+    [['Host', 'a', 'host', 'b'], false],
+    [['HOST', 'a', 'Host', 'a'], false],
+  ])('%j → one Host: %s', (raw, single) => {
+    expect(checkSingleHost(raw)).toBe(single ? undefined : 'Send exactly one Host header.');
+  });
+});
+
 describe('checkHost', () => {
   it.each([
     'shim.test',
@@ -390,6 +417,12 @@ describe('assertHygiene', () => {
     expect(statusOf(target, headers)).toBe(status);
   });
 
+  it('refuses a second Host header (RFC 9112 §3.2) with 400', () => {
+    expect(() =>
+      assertHygiene('/missions', { host: 'shim.test' }, ['Host', 'shim.test', 'Host', 'evil.test']),
+    ).toThrow(expect.objectContaining({ reason: 'hygiene', statusCode: 400 }));
+  });
+
   it('lets an HTTP/1.0 request without Host or with any Expect through', () => {
     expect(statusOf('/missions', { host: undefined, expect: 'foo' }, '1.0')).toBeUndefined();
   });
@@ -402,5 +435,27 @@ describe('assertHygiene', () => {
     expect(() => assertHygiene('/', { upgrade: 'h2c' })).toThrow(
       expect.objectContaining({ reason: 'upgrade' }),
     );
+  });
+});
+
+describe('hygieneGate', () => {
+  const gate = (req: Partial<IncomingMessage>) => () =>
+    hygieneGate(
+      {
+        headers: { host: 'shim.test' },
+        rawHeaders: ['Host', 'shim.test'],
+        httpVersion: '1.1',
+        ...req,
+      } as IncomingMessage,
+      {} as ExchangeState,
+    );
+
+  it('checks the raw target, the headers, the raw headers and the version of the request', () => {
+    expect(gate({ url: '/missions' })).not.toThrow();
+    expect(gate({ url: '/a/../b' })).toThrow(expect.objectContaining({ reason: 'hygiene' }));
+    expect(gate({ url: undefined })).toThrow(/origin-form/);
+    expect(gate({ url: '/', rawHeaders: ['Host', 'a', 'Host', 'b'] })).toThrow(/exactly one Host/);
+    expect(gate({ url: '/', headers: {}, httpVersion: '1.0' })).not.toThrow();
+    expect(gate({ url: '/', headers: {}, httpVersion: '1.1' })).toThrow(/must carry a Host/);
   });
 });

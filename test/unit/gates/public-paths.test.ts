@@ -41,6 +41,7 @@ describe('publicPathMatcher', () => {
     expect(root('/')).toBe(true);
     expect(root('//')).toBe(false);
     expect(root('/a')).toBe(false);
+    expect(root('')).toBe(false);
   });
 
   it('matches nothing without entries', () => {
