@@ -2,7 +2,7 @@
  * StrykerJS mutation testing of the admission gates and the alias layer's request rewriters, against
  * the unit tier only (docs/testing.md "Mutation testing"). Stryker is deliberately not a
  * devDependency: it is an occasional audit, not a CI step. Run it with
- *   npx -y -p @stryker-mutator/core@10.1.1 -p @stryker-mutator/vitest-runner@10.1.1 stryker run
+ *   npm i --no-save @stryker-mutator/core@10.1.1 @stryker-mutator/vitest-runner@10.1.1 && npx stryker run
  * Reports: reports/mutation/ (HTML and JSON; git-ignored), sandboxes in .stryker-tmp/.
  * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
