@@ -382,8 +382,10 @@ describe.concurrent('graceful shutdown', () => {
     shim.child.kill('SIGINT');
     const exit = await shim.exited;
     expect(exit.code).toBe(1);
-    // Without the second signal the drain waits for the hanging request until the 20 s timeout.
-    expect(exit.at - secondAt).toBeLessThan(3_000);
+    // Without the second signal the drain waits for the hanging request until the 20 s timeout. The
+    // bound is half of it, not "a moment": on a loaded CI machine the exit (the process's last turns
+    // and its 'close') took 3.04 s once, beside a mutation-testing run.
+    expect(exit.at - secondAt).toBeLessThan(10_000);
     expect(await hanging).toBeInstanceOf(Error);
     expect(logged(shim, 'second signal: exiting now')).toBe(true);
     agent.destroy();
