@@ -260,8 +260,8 @@ describe.concurrent('graceful shutdown', () => {
     expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(false);
     // The finished keep-alive socket was closed at once: without that the shim would wait for the
     // client (Node's keep-alive timeout, 65 s here) until SHUTDOWN_TIMEOUT_MS cut it, 10 s after the
-    // signal. 3 s leaves room for a busy machine.
-    expect(exit.at - response.at).toBeLessThan(3_000);
+    // signal. 6 s leaves room for a busy machine (a second-signal exit took 3.04 s once on CI).
+    expect(exit.at - response.at).toBeLessThan(6_000);
     const messages = shim.lines().map((l) => l.msg);
     expect(messages).toEqual(expect.arrayContaining(['draining', 'request completed', 'stopped']));
     expect(shim.lines().find((l) => l.msg === 'draining')).toMatchObject({ signal: 'SIGTERM', inFlight: 1 });
@@ -341,9 +341,10 @@ describe.concurrent('graceful shutdown', () => {
     const exit = await shim.exited;
     await socketClosed;
     expect(exit.code).toBe(0);
-    // Kept, the idle connection would hold the drain until SHUTDOWN_TIMEOUT_MS (10 s) cut it.
+    // Kept, the idle connection would hold the drain until SHUTDOWN_TIMEOUT_MS (10 s) cut it; 6 s
+    // leaves room for a busy machine.
     expect(logged(shim, 'shutdown timeout reached: closing remaining connections')).toBe(false);
-    expect(exit.at - signalledAt).toBeLessThan(3_000);
+    expect(exit.at - signalledAt).toBeLessThan(6_000);
     agent.destroy();
   });
 
