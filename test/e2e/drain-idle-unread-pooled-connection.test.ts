@@ -84,7 +84,7 @@ describe('drain with a pooled connection its client does not read while idle', (
     const { socket } = await pooledConnection(stack, { readsWhileIdle: true });
     const started = performance.now();
     await stack.runtime.drain('test');
-    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(performance.now() - started).toBeLessThan(5_000); // SHUTDOWN_TIMEOUT_MS is 20 s
     socket.destroy();
   });
 });
