@@ -388,6 +388,21 @@ describe('streaming decoders and bytes after the end of the compressed data (rel
     },
   );
 
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
+    '%s: a body cut short fails at its end, in any pieces (a truncated body never looks whole)',
+    async (coding) => {
+      const whole = { gzip: zlib.gzipSync(json), ...encoded }[coding];
+      const cut = whole.subarray(0, whole.length - 3);
+      for (const split of [1000, 3]) expect(await decodeIn(coding, cut, split)).toMatch(/^error /);
+    },
+  );
+
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)('%s: destroyed before any byte', (coding) => {
+    const decoder = createDecoder(coding)!;
+    expect(() => decoder.destroy()).not.toThrow();
+    expect(decoder.destroyed).toBe(true);
+  });
+
   it('gzip: zero padding after the member is what Node accepts, and still decodes', async () => {
     const body = Buffer.concat([zlib.gzipSync(json), Buffer.alloc(8)]);
     expect(await decodeIn('gzip', body, 5)).toBe(json.toString());
