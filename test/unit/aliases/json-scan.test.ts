@@ -138,6 +138,12 @@ const ERRORS: [string, number, RegExp][] = [
   ['{"a":nul}', 5, /expected a JSON value but found 'n'/],
   ['[1,-]', 4, /expected a digit but found '\]'/],
   ['{"a":"b\\u00g0"}', 7, /invalid escape sequence/],
+  // The printable ASCII range (0x21–0x7e) is quoted, at both its ends; the rest is named by its code.
+  ['[!]', 1, /expected a JSON value but found '!'$/],
+  ['[~]', 1, /expected a JSON value but found '~'$/],
+  ['[1 ]x', 4, /unexpected 'x' after/],
+  ['\u007f', 0, /expected a JSON value but found byte 0x7f$/],
+  ['[ \u0001]', 2, /expected a JSON value but found byte 0x01$/],
 ];
 
 describe('scanJson — errors name the problem and the byte offset', () => {
