@@ -478,6 +478,19 @@ describe('createJsonPatch — output buffers kept for reuse are handed to one ch
     expect(third.toString()).toBe(items(120, 'b').expected);
   });
 
+  it('reserves a spare that grows by what it grew, and gives all of it back at the end (but what goes to the pool)', () => {
+    const { budget } = fakeBudget(64 * MIB);
+    const patch = started({ budget });
+    const small = patch.write(few.body);
+    const held = budget.used; // the copies
+    patch.recycle?.(small); // kept: 8 KiB reserved
+    const large = patch.write(many.body); // too large for it: a 64 KiB buffer
+    patch.recycle?.(large); // kept instead: 64 KiB reserved in all
+    expect(budget.used).toBe(held + large.buffer.byteLength);
+    patch.end();
+    expect(budget.used).toBe(large.buffer.byteLength); // the idle spare, now in the pool
+  });
+
   it('without a budget keeps its spare all the same, and ends or is destroyed without one', () => {
     for (const finish of ['end', 'destroy'] as const) {
       const patch = started();
