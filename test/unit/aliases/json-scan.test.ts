@@ -144,6 +144,14 @@ const ERRORS: [string, number, RegExp][] = [
   ['[1 ]x', 4, /unexpected 'x' after/],
   ['\u007f', 0, /expected a JSON value but found byte 0x7f$/],
   ['[ \u0001]', 2, /expected a JSON value but found byte 0x01$/],
+  // A text that ends early: what was expected there, as for a byte.
+  ['{"a":1', 6, /^expected ',' or '}' but found the end of the text$/],
+  ['[1', 2, /^expected ',' or '\]' but found the end of the text$/],
+  ['[[1],{"a":[true]}', 17, /^expected ',' or '\]' but found the end of the text$/],
+  ['{', 1, /^expected a string key but found the end of the text$/],
+  ['{"a":1,', 7, /^expected a string key but found the end of the text$/],
+  ['{"a"', 4, /^expected ':' after the key but found the end of the text$/],
+  ['{"a":', 5, /^expected a JSON value but found the end of the text$/],
 ];
 
 describe('scanJson — errors name the problem and the byte offset', () => {
