@@ -462,11 +462,13 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       at += prefix.copy(out, at);
       at += source.copy(out, at, start, end);
       this.#outLength = at;
-      if (this.#recording > 0 && !this.#append(out, pieceStart, at)) return false;
+      // The piece is in the output from here on: counted even when holding it in an open canonical
+      // value is refused next (the budget), which stops the patch after it.
       this.#copied += valueLength;
       this.#inserted++;
       this.#onInsert?.(pairs[pair]!.canonical, pairs[pair]!.alias);
       this.#onInsertion?.({ pair, offset: closeOffset, length: pieceLength });
+      if (this.#recording > 0 && !this.#append(out, pieceStart, at)) return false;
     }
     if (this.#recording === 0) this.#holdLength = frames[frame + F_HOLD_BASE]!;
     // pop() rather than `length = frame`: setting the length goes through the runtime in V8.

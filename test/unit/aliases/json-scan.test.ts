@@ -77,6 +77,20 @@ describe('scanJson — reported members', () => {
     expect(record(`{"${'\\u0074'.repeat(10)}":1}`, ['tags']).events).toEqual([]);
   });
 
+  it('gives the whole key token of a name with a quote or a backslash (escaped in the text)', () => {
+    // The bytes: {"a\"b":1,"c\\":2}
+    //            0         1
+    //            012345678901234567
+    const text = '{"a\\"b":1,"c\\\\":2}';
+    expect(record(text, ['a"b', 'c\\']).events).toEqual([
+      'key 1 a"b 1-7',
+      'value 1 9',
+      'key 1 c\\ 10-15',
+      'value 1 17',
+      'end 1 17',
+    ]);
+  });
+
   it('compares unescaped keys as bytes, including non-ASCII names', () => {
     expect(record('{"tag":1,"tagz":2,"tags":3,"tägs":4}', ['tags', 'tägs']).events).toEqual([
       'key 1 tags 18-24',
@@ -124,6 +138,20 @@ const ERRORS: [string, number, RegExp][] = [
   ['{"a":nul}', 5, /expected a JSON value but found 'n'/],
   ['[1,-]', 4, /expected a digit but found '\]'/],
   ['{"a":"b\\u00g0"}', 7, /invalid escape sequence/],
+  // The printable ASCII range (0x21–0x7e) is quoted, at both its ends; the rest is named by its code.
+  ['[!]', 1, /expected a JSON value but found '!'$/],
+  ['[~]', 1, /expected a JSON value but found '~'$/],
+  ['[1 ]x', 4, /unexpected 'x' after/],
+  ['\u007f', 0, /expected a JSON value but found byte 0x7f$/],
+  ['[ \u0001]', 2, /expected a JSON value but found byte 0x01$/],
+  // A text that ends early: what was expected there, as for a byte.
+  ['{"a":1', 6, /^expected ',' or '}' but found the end of the text$/],
+  ['[1', 2, /^expected ',' or '\]' but found the end of the text$/],
+  ['[[1],{"a":[true]}', 17, /^expected ',' or '\]' but found the end of the text$/],
+  ['{', 1, /^expected a string key but found the end of the text$/],
+  ['{"a":1,', 7, /^expected a string key but found the end of the text$/],
+  ['{"a"', 4, /^expected ':' after the key but found the end of the text$/],
+  ['{"a":', 5, /^expected a JSON value but found the end of the text$/],
 ];
 
 describe('scanJson — errors name the problem and the byte offset', () => {
@@ -234,7 +262,7 @@ describe('scanJson — size and depth without recursion', () => {
 
 describe('KeyNames', () => {
   it('rejects repeated names', () => {
-    expect(() => new KeyNames(['a', 'a'])).toThrow(/distinct/);
+    expect(() => new KeyNames(['a', 'a'])).toThrow('key names must be distinct: a, a');
   });
 
   it('matches nothing when empty', () => {
@@ -596,6 +624,10 @@ describe('JsonStreamScanner — windows, turns and limits of the WebAssembly sca
     ).toEqual(whole);
     expect(() => new KeyNames([...list, 'one more'])).toThrow(/at most/);
     expect(() => new KeyNames(['x'.repeat(MAX_KEY_NAME_BYTES + 1)])).toThrow(/at most/);
+    // 65 names of the longest length: 16,640 bytes together, over 16,384.
+    const many = Array.from({ length: 65 }, (_, k) => String(k).padEnd(MAX_KEY_NAME_BYTES, 'x'));
+    expect(() => new KeyNames(many.slice(0, 64))).not.toThrow();
+    expect(() => new KeyNames(many)).toThrow('key names are at most 16384 bytes together');
   });
 });
 

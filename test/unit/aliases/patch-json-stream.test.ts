@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import {
   createJsonPatch,
   type JsonPatchOptions,
@@ -15,6 +16,7 @@ import {
   patchJson,
 } from '../../../src/aliases/patch-json.ts';
 import { responsePairs } from '../../../src/aliases/table.ts';
+import { createBufferBudget } from '../../../src/proxy/buffer-budget.ts';
 import type { BufferBudget } from '../../../src/proxy/types.ts';
 import { jsonText, parseJson } from '../../fuzz/aliases/arbitraries.ts';
 import { addAliases, cutInserted } from './helpers.ts';
@@ -422,5 +424,180 @@ describe('createJsonPatch — properties over generated documents and random cut
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('createJsonPatch — output buffers kept for reuse are handed to one chunk each, large enough', () => {
+  const item = (v: string) => `{"metadata":{"k":"${v}"},"n":1}`;
+  const patchedItem = (v: string) => `{"metadata":{"k":"${v}"},"n":1,"tags":{"k":"${v}"}}`;
+  /** `count` items with the value `v`, and the same patched (from 120 items on, outputs of memory of their own). */
+  const items = (count: number, v: string) => ({
+    body: Buffer.from(`${item(v)},`.repeat(count)),
+    expected: `${patchedItem(v)},`.repeat(count),
+  });
+  const started = (options: Partial<JsonPatchOptions> = {}) => {
+    const patch = createJsonPatch(pairs, { maxValueBytes: MIB, ...options });
+    patch.write(Buffer.from('['));
+    return patch;
+  };
+  const few = items(120, 'v'); // 5.5 KB out: an 8 KiB buffer
+  const many = items(1000, 'v'); // 46 KB out: a 64 KiB buffer
+
+  it('does not write a chunk into a kept buffer too small for it', () => {
+    const patch = started();
+    const a = patch.write(few.body);
+    patch.recycle?.(a);
+    // One insertion, then a tail longer than the kept buffer.
+    const tail = `{"x":"${'y'.repeat(20_000)}"},`;
+    expect(patch.write(Buffer.from(`{"metadata":1},${tail}`)).toString()).toBe(
+      `{"metadata":1,"tags":1},${tail}`,
+    );
+  });
+
+  it('takes from the pool a buffer large enough, and gives each pooled buffer to one response at a time', () => {
+    const { budget } = fakeBudget(64 * MIB);
+    // Two responses in flight, then written after their end: the pool holds [64 KiB, 8 KiB].
+    const [a, b] = [started({ budget }), started({ budget })];
+    const [outA, outB] = [a.write(many.body), b.write(few.body)];
+    for (const [patch, out] of [
+      [a, outA],
+      [b, outB],
+    ] as const) {
+      patch.end();
+      patch.recycle?.(out);
+    }
+    const [large, small] = [outA.buffer, outB.buffer];
+    const first = started({ budget }).write(many.body);
+    expect(first.buffer).toBe(large); // the small one does not do
+    expect(first.toString()).toBe(many.expected);
+    const second = started({ budget }).write(items(120, 'a').body);
+    expect(second.buffer).toBe(small);
+    const third = started({ budget }).write(items(120, 'b').body); // the pool is empty: a new buffer
+    expect(third.buffer).not.toBe(small);
+    expect(second.toString()).toBe(items(120, 'a').expected);
+    expect(third.toString()).toBe(items(120, 'b').expected);
+  });
+
+  it('reserves a spare that grows by what it grew, and gives all of it back at the end (but what goes to the pool)', () => {
+    const { budget } = fakeBudget(64 * MIB);
+    const patch = started({ budget });
+    const small = patch.write(few.body);
+    const held = budget.used; // the copies
+    patch.recycle?.(small); // kept: 8 KiB reserved
+    const large = patch.write(many.body); // too large for it: a 64 KiB buffer
+    patch.recycle?.(large); // kept instead: 64 KiB reserved in all
+    expect(budget.used).toBe(held + large.buffer.byteLength);
+    patch.end();
+    expect(budget.used).toBe(large.buffer.byteLength); // the idle spare, now in the pool
+  });
+
+  it('without a budget keeps its spare all the same, and ends or is destroyed without one', () => {
+    for (const finish of ['end', 'destroy'] as const) {
+      const patch = started();
+      const a = patch.write(many.body);
+      patch.recycle?.(a);
+      const b = patch.write(many.body);
+      expect(b.buffer).toBe(a.buffer);
+      expect(b.toString()).toBe(many.expected);
+      expect(() => patch[finish]()).not.toThrow();
+      expect(() => patch.recycle?.(b)).not.toThrow(); // written after the end: no pool without a budget
+    }
+  });
+});
+
+describe('createJsonPatch — what is held, and when it is given back', () => {
+  it('holds a value of exactly maxValueBytes; one byte more is too large', () => {
+    const text = Buffer.from(`{"metadata":"${'x'.repeat(98)}"}`); // a value of 100 bytes
+    expect(patchJson(pairs, text, { maxValueBytes: 100 }).outcome).toEqual({ kind: 'patched' });
+    expect(patchJson(pairs, text, { maxValueBytes: 99 }).outcome).toEqual({
+      kind: 'skipped',
+      reason: 'value_too_large',
+    });
+  });
+
+  it('holds only the last value of a canonical member sent twice (the one it copies)', () => {
+    const [v1, v2] = [`"${'a'.repeat(60)}"`, `"${'b'.repeat(60)}"`];
+    const text = `{"metadata":${v1},"metadata":${v2}}`;
+    for (let cut = 0; cut <= text.length; cut++) {
+      const result = stream(Buffer.from(text), [cut], { maxValueBytes: 100 });
+      expect(result.outcome).toEqual({ kind: 'patched' });
+      expect(result.body.toString()).toBe(`{"metadata":${v1},"metadata":${v2},"tags":${v2}}`);
+    }
+  });
+
+  it('holds the copies of one object at a time: a long list patches with a small maxValueBytes, fed byte by byte', () => {
+    const body = Buffer.from(`[${Array.from({ length: 100 }, (_, k) => `{"metadata":${k}}`).join(',')}]`);
+    const cuts = Array.from({ length: body.length }, (_, k) => k);
+    const result = stream(body, cuts, { maxValueBytes: 16 });
+    expect(result.outcome).toEqual({ kind: 'patched' });
+    expect(result.body.equals(patchJson(pairs, body).body)).toBe(true);
+  });
+
+  it('a value that ends in a later chunk, then a long tail: holds nothing once the value is copied', () => {
+    const tail = `,"pad":"${'p'.repeat(300)}","x":{"metadata":2}}`;
+    const text = `{"metadata":[1,2,3]${tail}`;
+    const result = stream(Buffer.from(text), [15], { maxValueBytes: 64 });
+    expect(result.outcome).toEqual({ kind: 'patched' });
+    expect(result.body.toString()).toBe(
+      `{"metadata":[1,2,3],"pad":"${'p'.repeat(300)}","x":{"metadata":2,"tags":2},"tags":[1,2,3]}`,
+    );
+  });
+
+  it('inserts no copy into a canonical value it can no longer hold', () => {
+    // At the inner `}`, the outer value held so far and the piece to insert into it exceed 30 bytes.
+    const text = Buffer.from('{"metadata":{"metadata":"xxxxx"}}');
+    const result = stream(text, [], { maxValueBytes: 30 });
+    expect(result.outcome).toEqual({ kind: 'skipped', reason: 'value_too_large' });
+    expect(result.body.equals(text)).toBe(true);
+  });
+
+  it('gives the held copies back to the budget as soon as it stops patching, and all of a grown hold at the end', () => {
+    const { budget } = fakeBudget(MIB);
+    const skipped = createJsonPatch(pairs, { maxValueBytes: 100, budget });
+    skipped.write(Buffer.from(`[{"metadata":"${'x'.repeat(50)}`));
+    expect(budget.used).toBeGreaterThan(0);
+    skipped.write(Buffer.from(`${'x'.repeat(100)}"}]`));
+    expect(skipped.outcome).toEqual({ kind: 'skipped', reason: 'value_too_large' });
+    expect(budget.used).toBe(0); // before the end: the rest of a long body holds nothing
+    // A value held across chunks, over the first hold buffer (1 KiB): the hold grows, all released at the end.
+    const grown = createJsonPatch(pairs, { maxValueBytes: MIB, budget });
+    grown.write(Buffer.from(`[{"metadata":"${'x'.repeat(600)}`));
+    grown.write(Buffer.from('x'.repeat(1000)));
+    grown.write(Buffer.from('x'.repeat(1000)));
+    expect(budget.used).toBeGreaterThanOrEqual(2600);
+    grown.write(Buffer.from('"}]'));
+    grown.end();
+    expect(grown.outcome).toEqual({ kind: 'patched' });
+    expect(budget.used).toBe(0);
+  });
+
+  it('counts a piece it inserted into a canonical value whose hold the budget then refuses (fix 112)', () => {
+    // At the inner `}`, the piece goes out, then holding it in the outer value needs the hold to grow
+    // past 1 KiB, which a budget of 1,500 bytes refuses: the patch stops after the piece.
+    const text = `{"metadata":{"pad":"${'p'.repeat(960)}","metadata":"${'y'.repeat(28)}"}}`;
+    const piece = `,"tags":"${'y'.repeat(28)}"`;
+    const patched = text.replace(`${'y'.repeat(28)}"}}`, `${'y'.repeat(28)}"${piece}}}`);
+    const inserted: string[] = [];
+    const patch = createJsonPatch(pairs, {
+      maxValueBytes: MIB,
+      budget: createBufferBudget(1500),
+      onInsert: (_canonical, alias) => inserted.push(alias),
+    });
+    expect(patch.write(Buffer.from(text)).toString()).toBe(patched);
+    patch.end();
+    expect(patch.outcome).toEqual({ kind: 'skipped', reason: 'budget_exhausted' });
+    expect(inserted).toEqual(['tags']);
+    // The whole-buffer form gives the same bytes, and the piece among its insertions.
+    const whole = patchJson(pairs, Buffer.from(text), { budget: createBufferBudget(1500) });
+    expect(whole.body.toString()).toBe(patched);
+    expect(whole.insertions).toEqual([{ pair: 0, offset: text.length - 2, length: piece.length }]);
+  });
+
+  it('never throws on a scanner failure without an onScanFailure', () => {
+    const patch = createJsonPatch(pairs, { maxValueBytes: MIB });
+    injectScanFailure(new Error('unreachable'));
+    const body = Buffer.from('{"metadata":1}');
+    expect(patch.write(body)).toBe(body);
+    expect(patch.outcome).toEqual({ kind: 'skipped', reason: 'scanner_failed' });
   });
 });

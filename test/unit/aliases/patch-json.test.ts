@@ -116,6 +116,8 @@ describe('patchJson — pairs', () => {
     expect(patchJson(custom, Buffer.from('{"new":1}')).outcome).toEqual({ kind: 'patched' });
     const many = Array.from({ length: 31 }, (_, k) => ({ canonical: `c${k}`, alias: `a${k}` }));
     expect(() => patchJson(many, Buffer.from('{}'))).toThrow(/at most 30/);
+    const thirty = many.slice(0, 30);
+    expect(patchJson(thirty, Buffer.from('{"c29":1}')).body.toString()).toBe('{"c29":1,"a29":1}');
   });
 });
 

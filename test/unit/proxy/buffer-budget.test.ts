@@ -42,8 +42,16 @@ describe('createBufferBudget', () => {
     expect(createBufferBudget(10).tryReserve(-1)).toBe(false);
   });
 
+  it('grants an empty reservation even when full (it takes nothing)', () => {
+    const budget = createBufferBudget(10);
+    expect(budget.tryReserve(0)).toBe(true);
+    budget.tryReserve(10);
+    expect(budget.tryReserve(0)).toBe(true);
+    expect(budget.used).toBe(10);
+  });
+
   it.each([0, -1, 1.5, Number.NaN])('rejects the limit %s', (limit) => {
-    expect(() => createBufferBudget(limit)).toThrow(RangeError);
+    expect(() => createBufferBudget(limit)).toThrow(new RangeError(`invalid budget limit ${limit}`));
   });
 });
 

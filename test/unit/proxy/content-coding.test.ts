@@ -3,11 +3,12 @@ import { once } from 'node:events';
  * Decoding and re-encoding around a response patch (RFC 9110 §8.4), bounded against decompression bombs.
  */
 import zlib from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   CODING_CHUNK_BYTES,
   createDecoder,
   createEncoder,
+  createPatchCodec,
   DecodedTooLargeError,
   decodeBody,
   encodeBody,
@@ -305,6 +306,8 @@ describe('streaming decoders and encoders', () => {
     [0x78, 0x01, true],
     [0x78, 0xda, true],
     [0x7b, 0x22, false], // '{"' — raw deflate or plain text
+    [0x78, 0x00, false], // CM = 8, but CMF·256 + FLG is no multiple of 31
+    [0x7b, 0x08, false], // a multiple of 31 (31,496), but CM = 11: not deflate
   ])('looksLikeZlib(%i, %i) → %s', (a, b, expected) => expect(looksLikeZlib(a, b)).toBe(expected));
 });
 
@@ -385,6 +388,21 @@ describe('streaming decoders and bytes after the end of the compressed data (rel
     },
   );
 
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
+    '%s: a body cut short fails at its end, in any pieces (a truncated body never looks whole)',
+    async (coding) => {
+      const whole = { gzip: zlib.gzipSync(json), ...encoded }[coding];
+      const cut = whole.subarray(0, whole.length - 3);
+      for (const split of [1000, 3]) expect(await decodeIn(coding, cut, split)).toMatch(/^error /);
+    },
+  );
+
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)('%s: destroyed before any byte', (coding) => {
+    const decoder = createDecoder(coding)!;
+    expect(() => decoder.destroy()).not.toThrow();
+    expect(decoder.destroyed).toBe(true);
+  });
+
   it('gzip: zero padding after the member is what Node accepts, and still decodes', async () => {
     const body = Buffer.concat([zlib.gzipSync(json), Buffer.alloc(8)]);
     expect(await decodeIn('gzip', body, 5)).toBe(json.toString());
@@ -397,5 +415,80 @@ describe('streaming decoders and bytes after the end of the compressed data (rel
     ]);
     for (const split of [1000, 7, 1])
       expect(['{"metadata":[1]}', 'error Z_DATA_ERROR']).toContain(await decodeIn('zstd', body, split));
+  });
+});
+
+describe('createPatchCodec', () => {
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
+    '%s: flush makes the encoder emit all it was given, decodable, without ending its stream',
+    async (coding) => {
+      const codec = createPatchCodec(coding);
+      const text = '{"metadata":{"a":1},"x":"ü"}';
+      const flushed: Buffer[] = [];
+      codec.encoder.on('data', (d: Buffer) => flushed.push(d));
+      codec.encoder.write(text);
+      codec.flush?.();
+      // Writes are processed in order: once an empty one is done, the flush has emitted its output.
+      await new Promise((resolve) => codec.encoder.write(Buffer.alloc(0), resolve));
+      expect(codec.encoder.writableEnded).toBe(false);
+      // What the flush emitted decodes, by the codec's own decoder, to everything written so far.
+      const decoded: Buffer[] = [];
+      codec.decoder.on('data', (d: Buffer) => decoded.push(d));
+      await new Promise((resolve) => codec.decoder.write(Buffer.concat(flushed), resolve));
+      expect(Buffer.concat(decoded).toString()).toBe(text);
+      codec.encoder.destroy();
+      codec.decoder.destroy();
+    },
+  );
+
+  it('has no codec for identity (nothing to decode or encode)', () => {
+    expect(() => createPatchCodec('identity' as never)).toThrow('no codec for identity');
+  });
+});
+
+describe('streaming decoders stream', () => {
+  it('gzip: decoded bytes come out before the body ends', async () => {
+    const input = Buffer.from(JSON.stringify({ data: Array.from({ length: 5000 }, (_, i) => i) }));
+    const encoded = zlib.gzipSync(input);
+    const decoder = createDecoder('gzip')!;
+    const out: Buffer[] = [];
+    decoder.on('data', (d: Buffer) => out.push(d));
+    // All but the trailer (CRC-32 and size, RFC 1952 §2.3): the body has not ended.
+    await new Promise((resolve) => decoder.write(encoded.subarray(0, encoded.length - 8), resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    const early = Buffer.concat(out);
+    expect(early.length).toBeGreaterThan(0);
+    expect(input.subarray(0, early.length).equals(early)).toBe(true);
+    decoder.destroy();
+  });
+
+  it("keeps the consumer's backpressure: the inner decoder pauses while the output waits, and resumes on read", async () => {
+    const gunzip = vi.spyOn(zlib, 'createGunzip');
+    try {
+      // More than one output buffer of the inner decoder (64 KiB), which fills the decoder's (64 KiB).
+      const input = Buffer.alloc(100 * 1024, 'a');
+      const decoder = createDecoder('gzip')!;
+      expect(() => decoder.read()).not.toThrow(); // a read before any byte: nothing to resume yet
+      let written = false;
+      decoder.write(zlib.gzipSync(input), () => {
+        written = true;
+      });
+      const inner = gunzip.mock.results[0]!.value as zlib.Gunzip;
+      await once(inner, 'data');
+      expect(inner.isPaused()).toBe(true); // nobody reads: the decoder's buffer is full
+      // Once the inner decoder has consumed the body, the decoder still takes no more: it waits for a read.
+      await new Promise((resolve) => inner.write(Buffer.alloc(0), resolve));
+      expect(written).toBe(false);
+      const parts: Buffer[] = [decoder.read() as Buffer];
+      expect(inner.isPaused()).toBe(false); // the read asked for more
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(written).toBe(true);
+      decoder.on('data', (d: Buffer) => parts.push(d));
+      decoder.end();
+      await once(decoder, 'end');
+      expect(Buffer.concat(parts).equals(input)).toBe(true);
+    } finally {
+      gunzip.mockRestore();
+    }
   });
 });

@@ -7,6 +7,7 @@ import {
   connectionOptions,
   connectionTokens,
   endToEndRawHeaders,
+  forwardedValue,
   HOP_BY_HOP,
 } from '../../../src/proxy/hop-by-hop.ts';
 
@@ -69,6 +70,34 @@ describe('connectionTokens', () => {
     ['Upgrade', ['upgrade']],
   ])('%j → %j', (value, expected) => {
     expect(connectionTokens(value)).toEqual(expected);
+  });
+});
+
+describe('forwardedValue', () => {
+  it.each<[string, Record<string, string | string[]>, string, string | string[] | undefined]>([
+    [
+      'a header Connection names is not forwarded',
+      { 'x-api-key': 'k', connection: 'x-api-key' },
+      'x-api-key',
+      undefined,
+    ],
+    [
+      'named among others, in any case',
+      { 'service-client-version': '0.59.0', connection: 'keep-alive, Service-Client-Version' },
+      'service-client-version',
+      undefined,
+    ],
+    [
+      'a header Connection does not name goes on',
+      { 'x-api-key': 'k', connection: 'keep-alive, x-other' },
+      'x-api-key',
+      'k',
+    ],
+    ['without Connection', { cookie: 'authtoken=a' }, 'cookie', 'authtoken=a'],
+    ['an absent header', { connection: 'origin' }, 'origin', undefined],
+    ['a list value', { 'x-list': ['a', 'b'], connection: 'close' }, 'x-list', ['a', 'b']],
+  ])('%s', (_what, headers, name, expected) => {
+    expect(forwardedValue(headers, name)).toEqual(expected);
   });
 });
 

@@ -115,6 +115,13 @@ describe('buildUpstreamHeaders', () => {
     ]);
   });
 
+  it('adds no Host when the client sent none and no upstream authority is given', () => {
+    const noHost = { method: 'GET', headers: { accept: '*/*' }, remoteAddress: '10.0.0.1', encrypted: false };
+    const { headers } = buildUpstreamHeaders(noHost);
+    expect(values(headers, 'host')).toEqual([]);
+    expect(headers.every((h) => typeof h === 'string')).toBe(true);
+  });
+
   it("keeps the client's Host, even empty, over the upstream's authority", () => {
     for (const host of ['shim.test', '']) {
       const { headers } = buildUpstreamHeaders(client({ host }), { upstreamHost: 'backend.internal:3000' });
@@ -229,6 +236,14 @@ describe('buildUpstreamHeaders', () => {
     expect(values(headers, 'x-forwarded-host')).toEqual(['edge.test, shim.test']);
   });
 
+  it("joins every value of the client's X-Forwarded-* with `, ` before this hop's", () => {
+    const { headers } = buildUpstreamHeaders(
+      client({ 'x-forwarded-for': ['1.1.1.1', '2.2.2.2'], 'x-forwarded-host': ['a.test', 'b.test'] }),
+    );
+    expect(values(headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 2.2.2.2, 10.0.0.7']);
+    expect(values(headers, 'x-forwarded-host')).toEqual(['a.test, b.test, shim.test']);
+  });
+
   it('passes Forwarded (RFC 7239) untouched in append mode', () => {
     const { headers } = buildUpstreamHeaders(client({ forwarded: 'for=1.1.1.1;proto=https' }));
     expect(values(headers, 'forwarded')).toEqual(['for=1.1.1.1;proto=https']);
@@ -254,6 +269,19 @@ describe('buildUpstreamHeaders', () => {
     expect(values(marked, 'if-none-match')).toEqual(['W/"v1"']);
     expect(values(marked, 'if-modified-since')).toEqual([]);
     expect(values(patched({ 'if-modified-since': ims }), 'if-modified-since')).toEqual([ims]);
+    // Only If-Modified-Since goes: the headers after it go on.
+    const after = patched({ 'if-none-match': '"v1"', 'if-modified-since': ims, accept: '*/*', 'x-id': '1' });
+    expect(values(after, 'accept')).toEqual(['*/*']);
+    expect(values(after, 'x-id')).toEqual(['1']);
+    // An If-None-Match that Connection names is this hop's (RFC 9110 §7.6.1): the upstream gets none,
+    // and the client's If-Modified-Since is the request's only precondition.
+    const hopTags = patched({
+      connection: 'If-None-Match',
+      'if-none-match': '"v1"',
+      'if-modified-since': ims,
+    });
+    expect(values(hopTags, 'if-none-match')).toEqual([]);
+    expect(values(hopTags, 'if-modified-since')).toEqual([ims]);
     // Not a patching exchange: both as sent (the upstream applies the precedence itself).
     const current = buildUpstreamHeaders(
       client({ 'if-none-match': '"v1"', 'if-modified-since': ims }),
@@ -284,6 +312,7 @@ describe('buildUpstreamHeaders', () => {
           'transfer_encoding',
           'script_name',
         ]);
+        expect(built).not.toHaveProperty('invalidForwarded'); // absent when none was
       }
     });
 
@@ -416,6 +445,7 @@ describe('buildUpstreamHeaders', () => {
         client({ 'x-forwarded-for': '1.1.1.1', 'x-forwarded-host': 'a/b', 'x-forwarded-proto': 'a:b' }),
       );
       expect(built.invalidForwarded).toEqual(['x-forwarded-proto', 'x-forwarded-host']);
+      expect(built).not.toHaveProperty('underscored'); // absent when none was
       expect(values(built.headers, 'x-forwarded-for')).toEqual(['1.1.1.1, 10.0.0.7']);
     });
   });

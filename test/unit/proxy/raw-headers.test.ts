@@ -19,6 +19,8 @@ describe('isHeaderName', () => {
     ['Hosts', 'host', false],
     ['Hos', 'host', false],
     ['Connection', 'connection', true],
+    ['Hosx', 'host', false], // the same length, another name
+    ['Set-Cookie', 'connection', false],
   ])('%s is %s: %s', (name, lower, expected) => expect(isHeaderName(name, lower)).toBe(expected));
 });
 
@@ -45,6 +47,23 @@ describe('headerValue', () => {
     );
     return message;
   }
+
+  /** A message whose parsed headers must not be built: reading `headers` throws. */
+  const rawOnly = (rawHeaders: string[]) =>
+    ({
+      rawHeaders,
+      get headers(): never {
+        throw new Error('message.headers was built');
+      },
+    }) as Pick<IncomingMessage, 'rawHeaders' | 'headers'>;
+
+  it.each<[string, string[], string | undefined]>([
+    ['vary', ['Content-Type', 'a', 'Vary', 'Accept-Encoding'], 'Accept-Encoding'],
+    ['service-version', ['SERVICE-VERSION', '1.2.3', 'Vary', 'x'], '1.2.3'],
+    ['etag', ['Vary', 'x', 'Date', 'y'], undefined],
+  ])('reads %s from %j without building message.headers (it occurs once at most)', (name, raw, expected) => {
+    expect(headerValue(rawOnly(raw), name)).toBe(expected);
+  });
 
   it.each<[string, string[]]>([
     ['vary', ['Content-Type', 'a', 'Vary', 'Accept-Encoding']],

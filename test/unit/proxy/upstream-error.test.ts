@@ -35,6 +35,13 @@ describe('upstreamErrorKind', () => {
     ['DEPTH_ZERO_SELF_SIGNED_CERT', 'refused'],
     ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'refused'],
     ['ERR_TLS_CERT_ALTNAME_INVALID', 'refused'],
+    ['SELF_SIGNED_CERT_IN_CHAIN', 'refused'],
+    ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'refused'],
+    ['CERT_HAS_EXPIRED', 'refused'],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', 'refused'], // an https:// upstream that speaks plain HTTP
+    ['EHOSTUNREACH', 'refused'],
+    ['ERR_INVALID_HTTP_RESPONSE', 'invalid'],
+    ['ETIMEDOUT', 'timeout'],
     ['HPE_INVALID_CONSTANT', 'invalid'],
     ['Z_DATA_ERROR', 'invalid'],
     ['ERR__ERROR_FORMAT_PADDING_1', 'invalid'],
