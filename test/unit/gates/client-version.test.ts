@@ -22,6 +22,26 @@ const v = (text: string): SemVer => {
   return parsed;
 };
 
+/**
+ * A gate on `Service-Client-Version` with `minimum`, and a function that runs one request carrying
+ * `value` through it and returns the version it recorded (throws the gate's {@link ShimError}).
+ */
+function admitter(
+  minimum: SemVer | undefined,
+): (value: string) => ExchangeState['exchange']['clientVersion'] {
+  const gate = clientVersionGate({
+    header: 'service-client-version',
+    headerDisplayName: 'Service-Client-Version',
+    minimum,
+  });
+  return (value) => {
+    const req = { url: '/', method: 'GET', headers: { 'service-client-version': value } };
+    const state = createExchangeState(req as unknown as IncomingMessage, 0);
+    gate(req as unknown as IncomingMessage, state);
+    return state.exchange.clientVersion;
+  };
+}
+
 describe('parseClientVersion', () => {
   it.each<[string, string, (string | number)[], string[]]>([
     ['0.59.0', '0.59.0', [], []],
@@ -275,17 +295,7 @@ describe('clientVersionGate', () => {
   );
 
   it('parses a version seen before once, and still judges every request', () => {
-    const gate = clientVersionGate({
-      header: 'service-client-version',
-      headerDisplayName: 'Service-Client-Version',
-      minimum: v('0.50.0'),
-    });
-    const admit = (value: string) => {
-      const req = { url: '/', method: 'GET', headers: { 'service-client-version': value } };
-      const state = createExchangeState(req as unknown as IncomingMessage, 0);
-      gate(req as unknown as IncomingMessage, state);
-      return state.exchange.clientVersion;
-    };
+    const admit = admitter(v('0.50.0'));
     const first = admit('0.59.0');
     expect(admit('0.59.0')).toBe(first);
     expect(first?.version).toBe('0.59.0');
@@ -298,17 +308,7 @@ describe('clientVersionGate', () => {
   });
 
   it('remembers at most KNOWN_VERSIONS_LIMIT versions, then starts over', () => {
-    const gate = clientVersionGate({
-      header: 'service-client-version',
-      headerDisplayName: 'Service-Client-Version',
-      minimum: undefined,
-    });
-    const admit = (value: string) => {
-      const req = { url: '/', method: 'GET', headers: { 'service-client-version': value } };
-      const state = createExchangeState(req as unknown as IncomingMessage, 0);
-      gate(req as unknown as IncomingMessage, state);
-      return state.exchange.clientVersion;
-    };
+    const admit = admitter(undefined);
     const first = admit('0.59.0');
     // Invalid values take no place in the memory.
     for (let i = 0; i < KNOWN_VERSIONS_LIMIT; i++) expect(() => admit(`v${i}`)).toThrow(ShimError);
