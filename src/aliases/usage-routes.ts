@@ -67,9 +67,9 @@ export const USAGE_PATH = '/aliases/usage';
  * The admin routes of the usage report.
  * - `GET /aliases/usage[?limit=n]` → 200 `{since, capacity, recorded, consumers}`, the consumers sorted
  *   by `count` ({@link UsageTable.ranking}); a `limit` that is not a whole number ≥ 0 in decimal digits
- *   ({@link listingLimit}; an empty one too) lists the whole table. A listing of more than {@link LISTING_SLICE} consumers is written a slice at a time
- *   (chunked, no `Content-Length`), so that a large table does not hold the event loop the front door
- *   shares; `HEAD` gets the head alone.
+ *   ({@link listingLimit}; an empty one too) lists the whole table. A listing of more than
+ *   {@link LISTING_SLICE} consumers is written a slice at a time (chunked, no `Content-Length`), so
+ *   that a large table does not hold the event loop the front door shares; `HEAD` gets the head alone.
  * - `DELETE /aliases/usage` → 204: the table is reset and `since` moves to now.
  * @param usage The layer's usage table.
  * @param now The clock, ms since the epoch: `since` is when the table was created or last reset.
