@@ -108,6 +108,25 @@ const INITIAL_HOLD = 1024;
  */
 const RATE_HEADROOM = 1.0625;
 
+/** Bytes up to which {@link copyRange} copies in JavaScript rather than with `Buffer.copy`. */
+const SMALL_COPY = 32;
+
+/**
+ * Copies `source[start, end)` into `target` at `at` and returns the offset after it: byte by byte when
+ * it is at most {@link SMALL_COPY} bytes (a `,"alias":` prefix, a short value such as `{}` or `[]`,
+ * the bytes between two insertions in small objects), where a call of `Buffer.copy` costs more than
+ * its bytes (60–80 ns a call whatever its length, against ~30 ns for a loop of 8 bytes; Node 24), else
+ * with `Buffer.copy`. `target` must have room (the caller reserved it); an empty or inverted range
+ * copies nothing, as `Buffer.copy` does.
+ */
+function copyRange(source: Buffer, start: number, end: number, target: Buffer, at: number): number {
+  const length = end - start;
+  if (length > SMALL_COPY) return at + source.copy(target, at, start, end);
+  if (length <= 0) return at;
+  for (let k = 0; k < length; k++) target[at + k] = source[start + k]!;
+  return at + length;
+}
+
 /** What `write` returns for nothing to send (shared: never written to). */
 const EMPTY = Buffer.alloc(0);
 
@@ -456,11 +475,11 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       const pieceLength = prefix.length + valueLength;
       const out = this.#reserveOut(close, pieceLength);
       let at = this.#outLength;
-      at += this.#chunk.copy(out, at, this.#copyFrom, close);
+      at = copyRange(this.#chunk, this.#copyFrom, close, out, at);
       this.#copyFrom = close;
       const pieceStart = at;
-      at += prefix.copy(out, at);
-      at += source.copy(out, at, start, end);
+      at = copyRange(prefix, 0, prefix.length, out, at);
+      at = copyRange(source, start, end, out, at);
       this.#outLength = at;
       // The piece is in the output from here on: counted even when holding it in an open canonical
       // value is refused next (the budget), which stops the patch after it.

@@ -119,6 +119,15 @@ describe('patchJson — pairs', () => {
     const thirty = many.slice(0, 30);
     expect(patchJson(thirty, Buffer.from('{"c29":1}')).body.toString()).toBe('{"c29":1,"a29":1}');
   });
+
+  it('inserts aliases of every length whole, on both sides of the bound of the byte-by-byte copy', () => {
+    // `,"alias":` is copied byte by byte up to 32 bytes, natively above: lengths around the bound.
+    for (const length of [1, 27, 28, 29, 30, 200]) {
+      const alias = 'a'.repeat(length);
+      const body = patchJson([{ canonical: 'c', alias }], Buffer.from('[{"c":{"v":"é"}},{"c":2}]')).body;
+      expect(body.toString()).toBe(`[{"c":{"v":"é"},"${alias}":{"v":"é"}},{"c":2,"${alias}":2}]`);
+    }
+  });
 });
 
 describe('patchJson — invalid input', () => {
