@@ -268,6 +268,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   #framesTop = 0;
   /** Reported members whose value is being scanned, innermost last: name, hold start. */
   readonly #members: number[] = [];
+  /** Numbers of `#members` in use (written in place, as `#frames`). */
+  #membersTop = 0;
 
   // The chunk being written.
   #chunk: Buffer = EMPTY;
@@ -396,7 +398,7 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     }
     if (isAlias(name)) {
       frames[frame + F_ALIAS_MASK] = frames[frame + F_ALIAS_MASK]! | (1 << pairOf(name));
-      this.#members.push(name, -1);
+      this.#pushMember(name, -1);
       return true;
     }
     if (this.#recording === 0) {
@@ -407,15 +409,27 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     } else if (!this.#record(valueStart - this.#chunkBase)) {
       return false;
     }
-    this.#members.push(name, this.#holdLength);
+    this.#pushMember(name, this.#holdLength);
     this.#recording++;
     return true;
   }
 
+  /** Opens a reported member's value: its name and where its copy starts in `hold` (-1 for an alias). */
+  #pushMember(name: number, holdStart: number): void {
+    const members = this.#members;
+    const top = this.#membersTop;
+    if (members.length < top + 2) members.push(0, 0);
+    members[top] = name;
+    members[top + 1] = holdStart;
+    this.#membersTop = top + 2;
+  }
+
   onValue(_depth: number, valueEnd: number): boolean {
     const members = this.#members;
-    const holdStart = members.pop()!;
-    const name = members.pop()!;
+    const top = this.#membersTop - 2;
+    this.#membersTop = top;
+    const name = members[top]!;
+    const holdStart = members[top + 1]!;
     if (isAlias(name)) return true;
     const slot = this.#framesTop - this.#stride + F_SLOTS + 2 * pairOf(name);
     const end = valueEnd - this.#chunkBase;
