@@ -497,12 +497,20 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       // The chunk up to the `}`, then `,"alias":` and the copy, straight into the output.
       const pieceLength = prefix.length + valueLength;
       const out = this.#reserveOut(close, pieceLength);
-      let at = this.#outLength;
-      at = copyRange(this.#chunk, this.#copyFrom, close, out, at);
+      const copyFrom = this.#copyFrom;
+      const copiedAt = this.#outLength;
+      let at = copyRange(this.#chunk, copyFrom, close, out, copiedAt);
       this.#copyFrom = close;
       const pieceStart = at;
       at = copyRange(prefix, 0, prefix.length, out, at);
-      at = copyRange(source, start, end, out, at);
+      if (source === this.#chunk && start >= copyFrom && end <= close && valueLength > SMALL_COPY) {
+        // The value was just copied with the chunk up to the `}`: copied again from the output
+        // (`copyWithin` costs about half a `Buffer.copy` call).
+        out.copyWithin(at, copiedAt + (start - copyFrom), copiedAt + (end - copyFrom));
+        at += valueLength;
+      } else {
+        at = copyRange(source, start, end, out, at);
+      }
       this.#outLength = at;
       // The piece is in the output from here on: counted even when holding it in an open canonical
       // value is refused next (the budget), which stops the patch after it.
