@@ -201,6 +201,18 @@ export interface StreamScanHandler {
   onValue(depth: number, valueEnd: number): boolean;
   /** An object at `depth` that had at least one reported member closes; `closeOffset` is its `}` (in the current chunk). */
   onObjectEnd(depth: number, closeOffset: number): boolean;
+  /**
+   * Optional: `onMember`, `onValue` and `onObjectEnd` of the same `depth` that came in a row (the member
+   * is the last one reported in its object, its value holds none, and the object closes in the same
+   * window), in one call; without it, the three calls are made.
+   */
+  onLoneMember?(
+    depth: number,
+    name: number,
+    valueStart: number,
+    valueEnd: number,
+    closeOffset: number,
+  ): boolean;
 }
 
 /** {@link JsonStreamScanner.write}/`end` result: the text so far is valid (or a valid prefix). */
@@ -231,6 +243,7 @@ const MAX_EVENTS = 4096;
 const STATUS_EVENTS_FULL = 4;
 const EV_MEMBER = 0;
 const EV_VALUE = 1;
+const EV_OBJECT_END = 2;
 const KEY_CAP = 1536;
 
 // Scanner states.
@@ -674,17 +687,36 @@ export class JsonStreamScanner {
     const at = e.events >> 2;
     events.set(e.words.subarray(at, at + count * 3));
     try {
-      for (let k = 0; k < count * 3; k += 3) {
+      const lone = handler.onLoneMember !== undefined;
+      const length = count * 3;
+      for (let k = 0; k < length; k += 3) {
         const head = events[k]!;
         const kind = head & 3;
         const depth = events[k + 1]!;
         const offset = windowBase + events[k + 2]!;
-        const go =
-          kind === EV_MEMBER
-            ? handler.onMember(depth, head >> 2, offset)
-            : kind === EV_VALUE
-              ? handler.onValue(depth, offset)
-              : handler.onObjectEnd(depth, offset);
+        let go: boolean;
+        if (kind !== EV_MEMBER) {
+          go = kind === EV_VALUE ? handler.onValue(depth, offset) : handler.onObjectEnd(depth, offset);
+        } else if (
+          lone &&
+          k + 6 < length &&
+          (events[k + 3]! & 3) === EV_VALUE &&
+          (events[k + 6]! & 3) === EV_OBJECT_END &&
+          events[k + 4] === depth &&
+          events[k + 7] === depth
+        ) {
+          // A member, its value's end and its object's end in a row (a mission's `metadata`): one call.
+          go = handler.onLoneMember!(
+            depth,
+            head >> 2,
+            offset,
+            windowBase + events[k + 5]!,
+            windowBase + events[k + 8]!,
+          );
+          k += 6;
+        } else {
+          go = handler.onMember(depth, head >> 2, offset);
+        }
         if (!go) return false;
       }
       return true;

@@ -467,13 +467,10 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   }
 
   onObjectEnd(_depth: number, closeOffset: number): boolean {
-    const { pairs, prefixes } = this.#compiled;
-    const pairCount = pairs.length;
+    const pairCount = this.#compiled.pairs.length;
     const frames = this.#frames;
-    const stride = this.#stride;
-    const frame = this.#framesTop - stride;
+    const frame = this.#framesTop - this.#stride;
     const aliasMask = frames[frame + F_ALIAS_MASK]!;
-    const close = closeOffset - this.#chunkBase;
     for (let pair = 0; pair < pairCount; pair++) {
       let start = frames[frame + F_SLOTS + 2 * pair]!;
       if (start === -1) continue;
@@ -486,43 +483,81 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       }
       if ((aliasMask & (1 << pair)) !== 0) continue;
       const end = frames[frame + F_SLOTS + 2 * pair + 1]!;
-      const prefix = prefixes[pair]!;
-      const valueLength = end - start;
-      if (this.#copied + valueLength > closeOffset + GROWTH_SLACK) return this.#skip('too_deep');
-      if (this.#recording > 0) {
-        if (!this.#record(close)) return false;
-        if (this.#holdLength + prefix.length + valueLength > this.#maxValueBytes)
-          return this.#skip('value_too_large');
-      }
-      // The chunk up to the `}`, then `,"alias":` and the copy, straight into the output.
-      const pieceLength = prefix.length + valueLength;
-      const out = this.#reserveOut(close, pieceLength);
-      const copyFrom = this.#copyFrom;
-      const copiedAt = this.#outLength;
-      let at = copyRange(this.#chunk, copyFrom, close, out, copiedAt);
-      this.#copyFrom = close;
-      const pieceStart = at;
-      at = copyRange(prefix, 0, prefix.length, out, at);
-      if (source === this.#chunk && start >= copyFrom && end <= close && valueLength > SMALL_COPY) {
-        // The value was just copied with the chunk up to the `}`: copied again from the output
-        // (`copyWithin` costs about half a `Buffer.copy` call).
-        out.copyWithin(at, copiedAt + (start - copyFrom), copiedAt + (end - copyFrom));
-        at += valueLength;
-      } else {
-        at = copyRange(source, start, end, out, at);
-      }
-      this.#outLength = at;
-      // The piece is in the output from here on: counted even when holding it in an open canonical
-      // value is refused next (the budget), which stops the patch after it.
-      this.#copied += valueLength;
-      this.#inserted++;
-      this.#onInsert?.(pairs[pair]!.canonical, pairs[pair]!.alias);
-      this.#onInsertion?.({ pair, offset: closeOffset, length: pieceLength });
-      if (this.#recording > 0 && !this.#append(out, pieceStart, at)) return false;
+      if (!this.#insert(pair, source, start, end, closeOffset)) return false;
     }
     if (this.#recording === 0) this.#holdLength = frames[frame + F_HOLD_BASE]!;
     this.#framesTop = frame;
     return true;
+  }
+
+  onLoneMember(
+    depth: number,
+    name: number,
+    valueStart: number,
+    valueEnd: number,
+    closeOffset: number,
+  ): boolean {
+    const frame = this.#framesTop - this.#stride;
+    // An alias, a value inside a held copy, or an object with an earlier reported member: the full path.
+    if (isAlias(name) || this.#recording > 0 || (frame >= 0 && this.#frames[frame + F_DEPTH] === depth)) {
+      return (
+        this.onMember(depth, name, valueStart) &&
+        this.onValue(depth, valueEnd) &&
+        this.onObjectEnd(depth, closeOffset)
+      );
+    }
+    // What the three calls do for an object whose one reported member is canonical and whose value is
+    // in this chunk: hold a pending value of an enclosing object, count the frame against the bound,
+    // make room for the value as if it were held (the bounds act as they would), insert the copy.
+    if (this.#pendingSlot >= 0 && !this.#holdPending()) return false;
+    if (this.#framesTop >= this.#maxFrames * this.#stride) return this.#skip('too_deep');
+    const start = valueStart - this.#chunkBase;
+    const end = valueEnd - this.#chunkBase;
+    this.#recordFrom = start;
+    if (!this.#holdRoom(this.#holdLength + (end - start))) return false;
+    return this.#insert(pairOf(name), this.#chunk, start, end, closeOffset);
+  }
+
+  /**
+   * Inserts `,"alias":` and the copy of `source[start, end)` just before the `}` at `closeOffset`, after
+   * the chunk's bytes up to it, into the output; false when it skipped.
+   */
+  #insert(pair: number, source: Buffer, start: number, end: number, closeOffset: number): boolean {
+    const close = closeOffset - this.#chunkBase;
+    const prefix = this.#compiled.prefixes[pair]!;
+    const valueLength = end - start;
+    if (this.#copied + valueLength > closeOffset + GROWTH_SLACK) return this.#skip('too_deep');
+    if (this.#recording > 0) {
+      if (!this.#record(close)) return false;
+      if (this.#holdLength + prefix.length + valueLength > this.#maxValueBytes)
+        return this.#skip('value_too_large');
+    }
+    // The chunk up to the `}`, then `,"alias":` and the copy, straight into the output.
+    const pieceLength = prefix.length + valueLength;
+    const out = this.#reserveOut(close, pieceLength);
+    const copyFrom = this.#copyFrom;
+    const copiedAt = this.#outLength;
+    let at = copyRange(this.#chunk, copyFrom, close, out, copiedAt);
+    this.#copyFrom = close;
+    const pieceStart = at;
+    at = copyRange(prefix, 0, prefix.length, out, at);
+    if (source === this.#chunk && start >= copyFrom && end <= close && valueLength > SMALL_COPY) {
+      // The value was just copied with the chunk up to the `}`: copied again from the output
+      // (`copyWithin` costs about half a `Buffer.copy` call).
+      out.copyWithin(at, copiedAt + (start - copyFrom), copiedAt + (end - copyFrom));
+      at += valueLength;
+    } else {
+      at = copyRange(source, start, end, out, at);
+    }
+    this.#outLength = at;
+    // The piece is in the output from here on: counted even when holding it in an open canonical
+    // value is refused next (the budget), which stops the patch after it.
+    this.#copied += valueLength;
+    this.#inserted++;
+    const { canonical, alias } = this.#compiled.pairs[pair]!;
+    this.#onInsert?.(canonical, alias);
+    this.#onInsertion?.({ pair, offset: closeOffset, length: pieceLength });
+    return this.#recording === 0 || this.#append(out, pieceStart, at);
   }
 
   /**

@@ -475,6 +475,58 @@ function scanCut(text: Buffer, cuts: readonly number[], names: KeyNames = new Ke
   return { status, error: scanner.error, events };
 }
 
+describe('JsonStreamScanner — onLoneMember', () => {
+  /** As {@link scanCut}, with a handler that has `onLoneMember`: each such call recorded as its three events. */
+  function scanLone(text: Buffer, cuts: readonly number[]) {
+    const events: string[] = [];
+    let lone = 0;
+    const handler: StreamScanHandler = {
+      onMember: (depth, name, start) => events.push(`member ${depth} ${name} ${start}`) > 0,
+      onValue: (depth, end) => events.push(`value ${depth} ${end}`) > 0,
+      onObjectEnd: (depth, close) => events.push(`end ${depth} ${close}`) > 0,
+      onLoneMember: (depth, name, start, end, close) => {
+        lone++;
+        return (
+          events.push(`member ${depth} ${name} ${start}`, `value ${depth} ${end}`, `end ${depth} ${close}`) >
+          0
+        );
+      },
+    };
+    const scanner = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+    let from = 0;
+    for (const cut of [...cuts, text.length]) {
+      expect(scanner.write(text.subarray(from, cut), handler)).toBe(SCAN_OK);
+      from = cut;
+    }
+    expect(scanner.end()).toBe(SCAN_OK);
+    return { events, lone };
+  }
+
+  it.each([
+    ['{"tags":1}', 1],
+    ['[{"tags":{"tags":1}},{"x":1,"tags":[2],"y":3}]', 2],
+    ['{"tags":1,"tags":2}', 1],
+    ['{"a":{"tags":1},"tags":{"b":2}}', 2],
+    ['{"tags":{"x":{"tags":1}}}', 1],
+  ])('%s: the events the three calls get, in order, at every cut', (text, lone) => {
+    const bytes = Buffer.from(text);
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const expected = scanCut(bytes, [cut]).events;
+      const got = scanLone(bytes, [cut]);
+      expect(got.events).toEqual(expected);
+      if (cut === 0 || cut === bytes.length) expect(got.lone).toBe(lone);
+    }
+  });
+
+  it('across windows and full event buffers', () => {
+    const text = Buffer.from(`[${Array.from({ length: 20_000 }, (_, k) => `{"tags":${k}}`).join(',')}]`);
+    const cuts = [1, 65536, 65537, 100_000, 200_001];
+    const got = scanLone(text, cuts);
+    expect(got.events).toEqual(scanCut(text, cuts).events);
+    expect(got.lone).toBeGreaterThan(19_000);
+  });
+});
+
 describe('JsonStreamScanner — the same error wherever the text is cut', () => {
   it.each(ERRORS)('%j, cut anywhere and byte by byte', (text) => {
     const bytes = Buffer.from(text);

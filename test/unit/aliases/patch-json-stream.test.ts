@@ -543,6 +543,22 @@ describe('createJsonPatch — what is held, and when it is given back', () => {
     );
   });
 
+  it('counts a value waiting for its object to close against maxValueBytes with the values of the objects inside it', () => {
+    // The outer copy (9 bytes) waits for the outer `}`; the inner one (9 bytes) is held with it: 18 > 16.
+    const text = Buffer.from('{"metadata":"xxxxxxx","child":{"metadata":"yyyyyyy"}}');
+    for (const cuts of [[], [20], [45]]) {
+      const result = stream(text, cuts, { maxValueBytes: 16 });
+      expect(result.outcome).toEqual({ kind: 'skipped', reason: 'value_too_large' });
+      expect(result.body.equals(text)).toBe(true);
+    }
+    // Each alone fits.
+    const alone = stream(text, [], { maxValueBytes: 18 });
+    expect(alone.outcome).toEqual({ kind: 'patched' });
+    expect(alone.body.toString()).toBe(
+      '{"metadata":"xxxxxxx","child":{"metadata":"yyyyyyy","tags":"yyyyyyy"},"tags":"xxxxxxx"}',
+    );
+  });
+
   it('inserts no copy into a canonical value it can no longer hold', () => {
     // At the inner `}`, the outer value held so far and the piece to insert into it exceed 30 bytes.
     const text = Buffer.from('{"metadata":{"metadata":"xxxxx"}}');

@@ -213,6 +213,19 @@ describe('patchJson — size and depth', () => {
     expect(result.body.toString()).toBe(text.replace('{"metadata":7}', '{"metadata":7,"tags":7}'));
   });
 
+  it('counts the innermost object against the bound on open objects with reported members', () => {
+    // maxValueBytes / 32 = 1,024 open objects with a reported member (here an alias, which opens one too).
+    const nested = (levels: number) =>
+      `${'{"tags":0,"x":'.repeat(levels)}{"metadata":1}${'}'.repeat(levels)}`;
+    const options = { maxValueBytes: 32 * 1024 };
+    const over = Buffer.from(nested(1024));
+    expect(patchJson(pairs, over, options).outcome).toEqual({ kind: 'skipped', reason: 'too_deep' });
+    expect(patchJson(pairs, over, options).body.equals(over)).toBe(true);
+    const within = patchJson(pairs, Buffer.from(nested(1023)), options);
+    expect(within.outcome).toEqual({ kind: 'patched' });
+    expect(within.body.toString()).toBe(nested(1023).replace('{"metadata":1}', '{"metadata":1,"tags":1}'));
+  });
+
   it('patches every level of 100,000 nested objects (when maxValueBytes allows that many open objects)', () => {
     const depth = 100_000;
     const text = `${'{"metadata":0,"x":'.repeat(depth)}0${'}'.repeat(depth)}`;
