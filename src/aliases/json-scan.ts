@@ -677,7 +677,10 @@ export class JsonStreamScanner {
     }
   }
 
-  /** Hands `count` events of the instance to the handler; false when it stopped the scan. */
+  /**
+   * Hands `count` events of the instance to the handler; false when it stopped the scan. A member, its
+   * value's end and its object's end in a row go to `onLoneMember` when the handler has it.
+   */
   #dispatch(e: Engine, count: number, windowBase: number, handler: StreamScanHandler): boolean {
     // Copied first: a handler that runs another scanner overwrites the instance's events. One copy
     // buffer per level of such nesting, reused (a fresh array per window costs collections).
