@@ -498,7 +498,7 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(60_000),
     default: '60000',
     meaning:
-      'No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **after the headers, the client connection is aborted, not answered with 504** (a status was already sent; a cut body must never look complete). One exception: on a patched response whose first byte has not reached the client yet, the shim can still answer 504.',
+      'No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the first byte of the response has reached the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). Between the head of the upstream and its first body byte the client has received nothing (the head goes out with the first byte), so the shim still answers 504 there.',
   },
   UPSTREAM_CONNECT_TIMEOUT_MS: {
     schema: parsers.ms(5_000),

@@ -83,22 +83,37 @@ export interface BodyTarget {
  *
  * @param source The body's producer (its chunks are the caller's alone).
  * @param target Where the body goes.
+ * @param start Called once, just before the first chunk is written or the target is ended (and not
+ *   once the target was destroyed or ended by someone else): a response's head, written only when its
+ *   body starts (forward.ts), so that a source failing before its first byte can still be answered.
  * @throws Nothing of its own; a target's failed write reaches only that write's callback.
  */
-export function pumpBody(source: BodySource, target: BodyTarget): void {
+export function pumpBody(source: BodySource, target: BodyTarget, start?: () => void): void {
   const hold = pauseUntilDrain(source, target);
+  let started = start === undefined;
   target.once('close', () => {
     source.resume();
   });
   source.on('data', (chunk) => {
     if (target.destroyed || target.writableEnded) return;
+    if (!started) {
+      started = true;
+      start?.();
+      if (target.destroyed) return;
+    }
     const written = target.write(chunk, (err) => {
       if (!err) releaseChunk(chunk);
     });
     if (!written) hold();
   });
   source.once('end', () => {
-    if (!target.destroyed && !target.writableEnded) target.end();
+    if (target.destroyed || target.writableEnded) return;
+    if (!started) {
+      started = true;
+      start?.();
+      if (target.destroyed) return;
+    }
+    target.end();
   });
 }
 

@@ -288,9 +288,22 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
     const streamed = headOptions(false, varied, state.rangesRefused);
     const patchedHead = headOptions(true, varied, true);
+    // The head is written just before the first body byte (or at the end of an empty body), where Node
+    // would send it anyway: until then the client has received nothing, and an upstream that fails after
+    // its head still gets the client a 502 or 504 (upstream-error.ts `clientStarted`). Called from the
+    // pumps' listeners, outside the try of upstream-attempt.ts: a throw there ended the process.
+    // Whatever writeHead refuses fails this exchange alone (as the synchronous paths do).
+    const headWriter = (options: ResponseHeadOptions) => () => {
+      try {
+        res.writeHead(status, message, responseHead(upstreamHead, extra, options));
+      } catch (err) {
+        logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
+        upstreamRes.destroy();
+        res.destroy();
+      }
+    };
     if (patches === undefined) {
-      res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
-      pumpBody(upstreamRes, res);
+      pumpBody(upstreamRes, res, headWriter(streamed));
       return;
     }
     const patch = chainPatches(patches);
@@ -306,29 +319,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       return;
     }
     const coding = supportedCoding(upstreamRes.headers['content-encoding']);
-    // Called from the pump's listeners, outside the try of upstream-attempt.ts: a throw there ended the
-    // process. Whatever writeHead refuses fails this exchange alone (as the synchronous paths do).
-    const writeHead = () => {
-      try {
-        res.writeHead(status, message, responseHead(upstreamHead, extra, patchedHead));
-      } catch (err) {
-        logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
-        upstreamRes.destroy();
-        res.destroy();
-      }
-    };
     if (status === 206 || coding === undefined) {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
       if (coding === undefined) countUnpatched(state, 'unsupported_encoding');
-      res.writeHead(status, message, responseHead(upstreamHead, extra, streamed));
-      pumpBody(upstreamRes, res);
+      pumpBody(upstreamRes, res, headWriter(streamed));
       return;
     }
     const onEnd = (outcome: PatchOutcome) => {
       if (outcome.kind === 'skipped') countUnpatched(state, outcome.reason);
     };
-    const events = { writeHead, onEnd, onError: fail };
+    const events = { writeHead: headWriter(patchedHead), onEnd, onError: fail };
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).
       pumpPatch(upstreamRes, res, patch, events);

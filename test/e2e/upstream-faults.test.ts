@@ -12,7 +12,7 @@ import { UPSTREAM_IDLE_TIMEOUT_MS } from '../../src/proxy/upstream-agent.ts';
 import { getOutcome, type Reply, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
-import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 import { startUnconnectableUpstream } from '../helpers/unconnectable-upstream.ts';
 
 const stacks: Stack[] = [];
@@ -176,6 +176,71 @@ describe('before response headers', () => {
     const next = await send(stack.url, 'GET', '/missions', CURRENT);
     expect(next.status).toBe(200);
     expect(next.text).toBe('{}');
+  });
+});
+
+// Node sends a response's head with its first body byte: until then the client has received nothing,
+// so an upstream that fails after its head and before its first byte still gets the client an answer.
+describe('after response headers, before the first body byte', () => {
+  const HEAD = 'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n';
+
+  it('answers 502 when the upstream resets after its head (a current client: passed through)', async () => {
+    const { stack } = await stackWith((socket) => {
+      socket.write(HEAD, () => setTimeout(() => socket.resetAndDestroy(), 50));
+    });
+    const reply = await send(stack.url, 'GET', '/missions', CURRENT);
+    expect(reply.status).toBe(502);
+    expect(reply.json()).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
+    expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="reset"\} 1/);
+    await waitFor(() => stack.logs().some((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(stack.logs().find((l) => l.msg === 'request completed')).toMatchObject({
+      res: { statusCode: 502 },
+      upstreamError: expect.any(String),
+    });
+  });
+
+  it('answers 504 when the upstream stalls after its head, then serves the next request', async () => {
+    let calls = 0;
+    const { stack } = await stackWith(
+      (socket) => {
+        calls++;
+        socket.write(calls === 1 ? HEAD : 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+      },
+      { UPSTREAM_TIMEOUT_MS: '300' },
+    );
+    const reply = await send(stack.url, 'GET', '/missions', CURRENT);
+    expect(reply.status).toBe(504);
+    expect(reply.json()).toMatchObject({ statusCode: 504 });
+    expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="timeout"\} 1/);
+    const next = await send(stack.url, 'GET', '/missions', CURRENT);
+    expect(next.status).toBe(200);
+    expect(next.text).toBe('{}');
+  });
+
+  it('answers 502 for a legacy client whose JSON comes in a coding the shim passes through', async () => {
+    const { stack } = await stackWith((socket) => {
+      socket.write(
+        'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: compress\r\nContent-Length: 1000\r\n\r\n',
+        () => setTimeout(() => socket.resetAndDestroy(), 50),
+      );
+    });
+    const reply = await send(stack.url, 'GET', '/missions', LEGACY);
+    expect(reply.status).toBe(502);
+    expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="reset"\} 1/);
+  });
+
+  it('sends the head with an empty body at its end', async () => {
+    const { stack } = await stackWith((socket) => {
+      socket.write(
+        'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Upstream: yes\r\nContent-Length: 0\r\n\r\n',
+      );
+    });
+    const reply = await send(stack.url, 'GET', '/missions', CURRENT);
+    expect(reply.status).toBe(200);
+    expect(reply.headers['x-upstream']).toBe('yes');
+    expect(reply.text).toBe('');
   });
 });
 

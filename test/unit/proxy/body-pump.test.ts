@@ -160,3 +160,57 @@ describe('pumpBody', () => {
     expect(target.ended).toBe(false);
   });
 });
+
+describe('pumpBody — start (a response head written when its body starts)', () => {
+  function started() {
+    const source = new FakeSource();
+    const target = new FakeTarget();
+    const calls: string[] = [];
+    const start = () => calls.push(`start after ${target.written.length} writes`);
+    pumpBody(source, target, start);
+    return { source, target, calls };
+  }
+
+  it('runs once, just before the first chunk is written', () => {
+    const { source, target, calls } = started();
+    expect(calls).toEqual([]);
+    source.emit('data', ownChunk('a'));
+    source.emit('data', ownChunk('b'));
+    source.emit('end');
+    expect(calls).toEqual(['start after 0 writes']);
+    expect(target.written).toEqual(['a', 'b']);
+    expect(target.ended).toBe(true);
+  });
+
+  it('runs before the end of an empty body', () => {
+    const { source, target, calls } = started();
+    source.emit('end');
+    expect(calls).toEqual(['start after 0 writes']);
+    expect(target.ended).toBe(true);
+  });
+
+  it('does not run once the target was ended or destroyed by someone else (the shim answered 502)', () => {
+    const ended = started();
+    ended.target.ended = true;
+    ended.source.emit('data', ownChunk('a'));
+    ended.source.emit('end');
+    expect(ended.calls).toEqual([]);
+    expect(ended.target.written).toEqual([]);
+    const destroyed = started();
+    destroyed.target.destroyed = true;
+    destroyed.source.emit('end');
+    expect(destroyed.calls).toEqual([]);
+  });
+
+  it('writes nothing when start destroyed the target (a head Node refused)', () => {
+    const source = new FakeSource();
+    const target = new FakeTarget();
+    pumpBody(source, target, () => {
+      target.destroyed = true;
+    });
+    source.emit('data', ownChunk('a'));
+    source.emit('end');
+    expect(target.written).toEqual([]);
+    expect(target.ended).toBe(false);
+  });
+});
