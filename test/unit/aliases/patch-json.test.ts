@@ -224,6 +224,24 @@ describe('patchJson — size and depth', () => {
     const within = patchJson(pairs, Buffer.from(nested(1023)), options);
     expect(within.outcome).toEqual({ kind: 'patched' });
     expect(within.body.toString()).toBe(nested(1023).replace('{"metadata":1}', '{"metadata":1,"tags":1}'));
+    // The same bound where the member's object is not closed in the same window (the text cut between
+    // the value and the `}`): the frame is opened by onMember rather than inserted at once.
+    const cutPatch = (levels: number) => {
+      const text = Buffer.from(nested(levels));
+      const cut = text.indexOf('{"metadata":1}') + '{"metadata":1'.length;
+      const patch = createJsonPatch(pairs, options);
+      const body = Buffer.concat([
+        patch.write(text.subarray(0, cut)),
+        patch.write(text.subarray(cut)),
+        patch.end(),
+      ]);
+      return { outcome: patch.outcome, body: body.toString() };
+    };
+    expect(cutPatch(1024)).toEqual({ outcome: { kind: 'skipped', reason: 'too_deep' }, body: nested(1024) });
+    expect(cutPatch(1023)).toEqual({
+      outcome: { kind: 'patched' },
+      body: nested(1023).replace('{"metadata":1}', '{"metadata":1,"tags":1}'),
+    });
   });
 
   it('patches every level of 100,000 nested objects (when maxValueBytes allows that many open objects)', () => {

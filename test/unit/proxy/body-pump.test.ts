@@ -212,5 +212,13 @@ describe('pumpBody — start (a response head written when its body starts)', ()
     source.emit('end');
     expect(target.written).toEqual([]);
     expect(target.ended).toBe(false);
+    // An empty body: start runs at the end, and a destroyed target is not ended.
+    const empty = new FakeSource();
+    const refused = new FakeTarget();
+    pumpBody(empty, refused, () => {
+      refused.destroyed = true;
+    });
+    empty.emit('end');
+    expect(refused.ended).toBe(false);
   });
 });
