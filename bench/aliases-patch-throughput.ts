@@ -4,13 +4,25 @@
  * megabytes of upstream response body patched per second.
  *
  *   node bench/aliases-patch-throughput.ts [--items 1500] [--seconds 2] [--chunk 16384] [--json]
+ *   node bench/aliases-patch-throughput.ts --baseline /tmp/base [--rounds 10] [--seconds 2]
+ *
+ * With `--baseline`, an interleaved A/B of two source trees: `/tmp/base` is another checkout (e.g.
+ * `git worktree add /tmp/base main`, with `node_modules` linked), and each round runs this script of
+ * both trees, one after the other in a fresh process (the order flipped every round), pinned to core 1
+ * when the machine has two and `taskset` exists; it prints µs per patch of each, their medians and the
+ * median of the per-round ratios new/base. Used for the twentieth session's figures (bench/RESULTS.md).
  *
  * The body is the bench upstream's `/debug/json?items=N` list (1,500 missions ≈ 1.0 MB, each with
  * three metadata entries). `run.ts` runs this in its own process pinned to the shim's core.
  */
+import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createJsonPatch, DEFAULT_MAX_VALUE_BYTES } from '../src/aliases/patch-json.ts';
 import { responsePairs } from '../src/aliases/table.ts';
+import { hasCommand } from './lib/processes.ts';
+import { median } from './lib/stats.ts';
 import { generateMissionList } from './lib/upstream.ts';
 
 /** What {@link measurePatch} measured. */
@@ -83,6 +95,36 @@ export function measurePatch(items: number, seconds: number, chunkBytes = 16 * 1
   };
 }
 
+/** Medians of an A/B's rounds: µs per patch of each tree and the median of the per-round ratios new/base. */
+export interface PatchAbSummary {
+  base: number;
+  candidate: number;
+  /** Median over rounds of candidate ÷ base (below 1: the candidate is faster). */
+  ratio: number;
+}
+
+/**
+ * Summarizes the rounds of an interleaved A/B ({@link measurePatch} in each tree).
+ * @param rounds µs per patch of the baseline and the candidate, one pair per round.
+ * @returns Medians; `NaN` for no rounds.
+ */
+export function summarizePatchAb(rounds: readonly { base: number; candidate: number }[]): PatchAbSummary {
+  return {
+    base: median(rounds.map((r) => r.base)),
+    candidate: median(rounds.map((r) => r.candidate)),
+    ratio: median(rounds.map((r) => r.candidate / r.base)),
+  };
+}
+
+/** Runs this script of the tree at `root` once in a fresh process and returns its µs per patch. */
+function patchInTree(root: string, args: readonly string[]): number {
+  const script = join(root, 'bench', 'aliases-patch-throughput.ts');
+  const pinned = availableParallelism() >= 2 && hasCommand('taskset');
+  const argv = [...(pinned ? ['-c', '1', process.execPath] : []), script, ...args, '--json'];
+  const out = execFileSync(pinned ? 'taskset' : process.execPath, argv, { encoding: 'utf8' });
+  return (JSON.parse(out) as PatchThroughput).microsPerPatch;
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     options: {
@@ -90,15 +132,36 @@ if (import.meta.main) {
       seconds: { type: 'string', default: '2' },
       chunk: { type: 'string', default: '16384' },
       json: { type: 'boolean', default: false },
+      baseline: { type: 'string' },
+      rounds: { type: 'string', default: '10' },
     },
     strict: true,
   });
-  const result = measurePatch(Number(values.items), Number(values.seconds), Number(values.chunk));
-  if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-  else
+  if (values.baseline !== undefined) {
+    const args = ['--items', values.items, '--seconds', values.seconds, '--chunk', values.chunk];
+    const here = join(import.meta.dirname, '..');
+    const rounds: { base: number; candidate: number }[] = [];
+    for (let r = 0; r < Number(values.rounds); r++) {
+      const order = r % 2 === 0 ? (['base', 'candidate'] as const) : (['candidate', 'base'] as const);
+      const round = { base: 0, candidate: 0 };
+      for (const which of order) round[which] = patchInTree(which === 'base' ? values.baseline : here, args);
+      rounds.push(round);
+      process.stdout.write(
+        `round ${r + 1}: base ${round.base.toFixed(0)} µs, new ${round.candidate.toFixed(0)} µs\n`,
+      );
+    }
+    const { base, candidate, ratio } = summarizePatchAb(rounds);
     process.stdout.write(
-      `createJsonPatch: ${result.items} items, ${result.bodyBytes} bytes in ${result.chunkBytes}-byte chunks: ` +
-        `${result.mbPerSecond.toFixed(0)} MB/s, ${result.mbPerCpuSecond.toFixed(0)} MB per CPU second ` +
-        `(${result.microsPerPatch.toFixed(0)} µs per patch)\n`,
+      `median µs per patch: base ${base.toFixed(0)}, new ${candidate.toFixed(0)}; new/base per round: ${ratio.toFixed(3)}\n`,
     );
+  } else {
+    const result = measurePatch(Number(values.items), Number(values.seconds), Number(values.chunk));
+    if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else
+      process.stdout.write(
+        `createJsonPatch: ${result.items} items, ${result.bodyBytes} bytes in ${result.chunkBytes}-byte chunks: ` +
+          `${result.mbPerSecond.toFixed(0)} MB/s, ${result.mbPerCpuSecond.toFixed(0)} MB per CPU second ` +
+          `(${result.microsPerPatch.toFixed(0)} µs per patch)\n`,
+      );
+  }
 }
