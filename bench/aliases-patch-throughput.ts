@@ -116,10 +116,13 @@ export function summarizePatchAb(rounds: readonly { base: number; candidate: num
   };
 }
 
-/** Runs this script of the tree at `root` once in a fresh process and returns its µs per patch. */
-function patchInTree(root: string, args: readonly string[]): number {
+/**
+ * Runs this script of the tree at `root` once in a fresh process and returns its µs per patch.
+ * @param pinned Run it on core 1 (`taskset -c 1`).
+ * @throws {Error} when the process fails or prints no result.
+ */
+function patchInTree(root: string, args: readonly string[], pinned: boolean): number {
   const script = join(root, 'bench', 'aliases-patch-throughput.ts');
-  const pinned = availableParallelism() >= 2 && hasCommand('taskset');
   const argv = [...(pinned ? ['-c', '1', process.execPath] : []), script, ...args, '--json'];
   const out = execFileSync(pinned ? 'taskset' : process.execPath, argv, { encoding: 'utf8' });
   return (JSON.parse(out) as PatchThroughput).microsPerPatch;
@@ -140,11 +143,13 @@ if (import.meta.main) {
   if (values.baseline !== undefined) {
     const args = ['--items', values.items, '--seconds', values.seconds, '--chunk', values.chunk];
     const here = join(import.meta.dirname, '..');
+    const pinned = availableParallelism() >= 2 && hasCommand('taskset');
     const rounds: { base: number; candidate: number }[] = [];
     for (let r = 0; r < Number(values.rounds); r++) {
       const order = r % 2 === 0 ? (['base', 'candidate'] as const) : (['candidate', 'base'] as const);
       const round = { base: 0, candidate: 0 };
-      for (const which of order) round[which] = patchInTree(which === 'base' ? values.baseline : here, args);
+      for (const which of order)
+        round[which] = patchInTree(which === 'base' ? values.baseline : here, args, pinned);
       rounds.push(round);
       process.stdout.write(
         `round ${r + 1}: base ${round.base.toFixed(0)} µs, new ${round.candidate.toFixed(0)} µs\n`,

@@ -265,7 +265,8 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   /**
    * Objects with a reported member, innermost last: `#stride` numbers each (see F_DEPTH…), the first
    * `#framesTop` numbers. The array keeps its length when frames close and is written in place when they
-   * open (pushes and pops of a frame's numbers cost ~3 % of a mission list's patch).
+   * open, in order, so that a write at its length grows it (pushes and pops of a frame's numbers cost
+   * ~3 % of a mission list's patch).
    */
   readonly #frames: number[] = [];
   #framesTop = 0;
@@ -392,7 +393,6 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
       // The open objects with reported members cost memory too (~32 bytes each): bounded with the copies.
       frame = this.#framesTop;
       if (frame >= this.#maxFrames * stride) return this.#skip('too_deep');
-      while (frames.length < frame + stride) frames.push(-1);
       frames[frame + F_DEPTH] = depth;
       frames[frame + F_ALIAS_MASK] = 0;
       frames[frame + F_HOLD_BASE] = this.#holdLength;
@@ -421,7 +421,6 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
   #pushMember(name: number, holdStart: number): void {
     const members = this.#members;
     const top = this.#membersTop;
-    if (members.length < top + 2) members.push(0, 0);
     members[top] = name;
     members[top + 1] = holdStart;
     this.#membersTop = top + 2;
@@ -516,7 +515,6 @@ class JsonPatch implements ResponsePatch, StreamScanHandler {
     if (this.#framesTop >= this.#maxFrames * this.#stride) return this.#skip('too_deep');
     const start = valueStart - this.#chunkBase;
     const end = valueEnd - this.#chunkBase;
-    this.#recordFrom = start;
     if (!this.#holdRoom(this.#holdLength + (end - start))) return false;
     return this.#insert(pairOf(name), this.#chunk, start, end, closeOffset);
   }

@@ -91,28 +91,26 @@ export interface BodyTarget {
 export function pumpBody(source: BodySource, target: BodyTarget, start?: () => void): void {
   const hold = pauseUntilDrain(source, target);
   let started = start === undefined;
+  /** Runs `start` the first time; false when the target is destroyed (by it, or before). */
+  const begin = (): boolean => {
+    if (!started) {
+      started = true;
+      start?.();
+    }
+    return !target.destroyed;
+  };
   target.once('close', () => {
     source.resume();
   });
   source.on('data', (chunk) => {
-    if (target.destroyed || target.writableEnded) return;
-    if (!started) {
-      started = true;
-      start?.();
-      if (target.destroyed) return;
-    }
+    if (target.destroyed || target.writableEnded || !begin()) return;
     const written = target.write(chunk, (err) => {
       if (!err) releaseChunk(chunk);
     });
     if (!written) hold();
   });
   source.once('end', () => {
-    if (target.destroyed || target.writableEnded) return;
-    if (!started) {
-      started = true;
-      start?.();
-      if (target.destroyed) return;
-    }
+    if (target.destroyed || target.writableEnded || !begin()) return;
     target.end();
   });
 }
