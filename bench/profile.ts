@@ -1,7 +1,7 @@
 /**
  * Profiles the shim's hot path with `node --cpu-prof` under a wrk load and prints the top costs.
  *
- *   node bench/profile.ts [--load current|legacy|post|list1000|list1000-pass] [--duration 10] [--keep DIR]
+ *   node bench/profile.ts [--load current|legacy|post|list1000|list1000-pass|list1745-pass] [--duration 10] [--keep DIR]
  *                         [--no-profile] [--main src/main.ts] [--node-flags '--max-semi-space-size=4']
  *
  * Starts the bench upstream (bench/lib/upstream.ts) and the shim (pinned as in `run.ts`), creates the
@@ -32,7 +32,7 @@ const { values: args } = parseArgs({
   strict: true,
 });
 
-const LOADS = ['current', 'legacy', 'post', 'list1000', 'list1000-pass'] as const;
+const LOADS = ['current', 'legacy', 'post', 'list1000', 'list1000-pass', 'list1745-pass'] as const;
 type LoadName = (typeof LOADS)[number];
 if (!LOADS.includes(args.load as LoadName)) {
   process.stderr.write(`--load must be one of ${LOADS.join(', ')}\n`);
@@ -126,6 +126,12 @@ function loadFor(name: LoadName, shim: string, uuid: string): WrkLoad {
     case 'list1000-pass':
       return {
         url: `${shim}/debug/json?items=1000`,
+        headers: { ...API_KEY, 'Service-Client-Version': '1.0.0' },
+      };
+    case 'list1745-pass':
+      // The pass-through of a list as large as the patched list of 1,000's output (as in run.ts).
+      return {
+        url: `${shim}/debug/json?items=1745`,
         headers: { ...API_KEY, 'Service-Client-Version': '1.0.0' },
       };
     case 'post':
