@@ -62,7 +62,7 @@ describe('perf report', () => {
     expect(of('wasm-function[12]')).toBe('WebAssembly');
     expect(of('[k] rep_movs_alternative')).toBe('kernel');
     expect(of('JS:#insert file:///work/main/dist/main.js:27:9')).toBe('JavaScript of the shim');
-    expect(of('JS:scan file:///work/main/src/aliases/json-scan.ts:9:1')).toBe('JavaScript of the shim');
+    expect(of('JS:relayResponse file:///work/main/src/proxy/forward.ts:9:1')).toBe('JavaScript of the shim');
     expect(of('JS:emit node:events:489:44')).toBe('JavaScript of Node and packages');
     expect(of('JS:get file:///work/main/node_modules/pino/lib/proto.js:1:1')).toBe(
       'JavaScript of Node and packages',
