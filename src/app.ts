@@ -317,10 +317,12 @@ function createAdmission(
       metrics.rejections.inc({ reason: err.reason });
       const headers = responseHeaders(state, undefined);
       // A body the shim stopped reading (budget, timeout) will not be drained, and a head the hygiene
-      // gate refused may not be where the client thinks it is: close the connection (as nginx closes
-      // after a 400), so that nothing pipelined after it is handled (RFC 9112 §9.6).
+      // gate refused (its target, framing or HTTP version) may not be where the client thinks it is:
+      // close the connection (as nginx closes after a 400), so that nothing pipelined after it is
+      // handled (RFC 9112 §9.6).
       const unread =
         err.reason === 'hygiene' ||
+        err.reason === 'http_version' ||
         hasLargeUnreadBody(req) ||
         (!req.complete && STOPPED_READING.has(err.reason));
       if (STOPPED_READING.has(err.reason)) {

@@ -139,6 +139,21 @@ export function checkExpectation(expect: string | undefined, httpVersion = '1.1'
 }
 
 /**
+ * Checks the request's HTTP version: the shim speaks HTTP/1.1, and 1.0 (and 0.9) to older clients.
+ * Node's parser also accepts `HTTP/2.0` on a request line (for HTTP/2's connection preface, `PRI *
+ * HTTP/2.0`, which the front server refuses), and would then handle the message with HTTP/1.1's framing
+ * but HTTP/1.0's connection rule (close unless `keep-alive`): a textual HTTP/2.0 request is neither, and
+ * gets 505, as nginx and Apache httpd answer it (RFC 9110 §15.6.6: the server refuses the major
+ * version; RFC 9112 §2.3).
+ * @param httpVersion The request's version, e.g. `1.1` (Node's `req.httpVersion`).
+ * @returns `undefined` for 1.1, 1.0 and 0.9, else the message for a 505.
+ */
+export function checkHttpVersion(httpVersion: string): string | undefined {
+  if (httpVersion === '1.1' || isHttp10OrOlder(httpVersion)) return undefined;
+  return `HTTP/${httpVersion} is not supported on an HTTP/1.x connection: send the request as HTTP/1.1.`;
+}
+
+/**
  * Whether the request asks for a protocol upgrade (WebSocket, h2c), which the shim does not support.
  * @returns `true` when an `Upgrade` header is present.
  */
@@ -150,7 +165,7 @@ export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
  * The hygiene gate for one request.
  * @param rawHeaders The raw header list, for {@link checkSingleHost} (skipped when omitted).
  * @param httpVersion The request's version, for {@link checkFraming} (default `1.1`).
- * @throws {ShimError} `hygiene` (400), `expectation` (417) or `upgrade` (501).
+ * @throws {ShimError} `http_version` (505), `hygiene` (400), `expectation` (417) or `upgrade` (501).
  */
 export function assertHygiene(
   target: string,
@@ -158,6 +173,8 @@ export function assertHygiene(
   rawHeaders: readonly string[] = [],
   httpVersion = '1.1',
 ): void {
+  const version = checkHttpVersion(httpVersion);
+  if (version) throw new ShimError('http_version', version);
   if (isUpgradeRequest(headers)) {
     throw new ShimError('upgrade', UPGRADE_REFUSED_MESSAGE);
   }
@@ -173,7 +190,7 @@ export function assertHygiene(
 
 /**
  * The hygiene gate: {@link assertHygiene} on the raw request target, headers, raw headers and version.
- * @throws {ShimError} `hygiene` (400), `expectation` (417) or `upgrade` (501).
+ * @throws {ShimError} `http_version` (505), `hygiene` (400), `expectation` (417) or `upgrade` (501).
  */
 export const hygieneGate: Gate = (req) => {
   assertHygiene(req.url ?? '', req.headers, req.rawHeaders, req.httpVersion);

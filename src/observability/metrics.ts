@@ -43,6 +43,7 @@ const UPSTREAM_ERROR_KINDS: Readonly<Record<UpstreamErrorKind, true>> = {
   invalid: true,
 };
 const REJECTION_REASONS: Readonly<Record<Exclude<RejectionReason, `upstream_${string}`>, true>> = {
+  http_version: true,
   hygiene: true,
   expectation: true,
   upgrade: true,

@@ -13,6 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import { CLIENT_CAUSED_5XX } from '../proxy/errors.ts';
 import { stateOf } from '../proxy/exchange.ts';
 import { loggerForLine } from './logger.ts';
 
@@ -24,8 +25,9 @@ import { loggerForLine } from './logger.ts';
  *
  * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), clientVersion, route,
  * rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
- * 5xx status, but for the shim's 501 to a protocol upgrade: the client's doing, which any client can
- * repeat, so it must not fill the error log). `aborted: true` marks a connection that closed before its response ended.
+ * 5xx status, but for the shim's 501 to a protocol upgrade and 505 to another HTTP version,
+ * `CLIENT_CAUSED_5XX`: the client's doing, which any client can repeat, so it must not fill the error
+ * log). `aborted: true` marks a connection that closed before its response ended.
  * @param logger The process logger.
  * @returns `(req, res, arrived, onFinish?)`: `arrived` is `performance.now()` at arrival, in ms;
  *   `onFinish` runs when the response finished, just before its line is written (not for an abort).
@@ -74,7 +76,8 @@ function writeLine(
   }
   if (!res.writableFinished) line.aborted = true;
   const logger = pick(line);
-  if (status >= 500 && state?.rejection !== 'upgrade') logger.error(line, 'request completed');
+  if (status >= 500 && !(state?.rejection !== undefined && CLIENT_CAUSED_5XX.has(state.rejection)))
+    logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
 }
 

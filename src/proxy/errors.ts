@@ -11,6 +11,7 @@ import { STATUS_CODES } from 'node:http';
  * requests before the pipeline sees them ({@link ServerRejection}).
  */
 export type RejectionReason =
+  | 'http_version'
   | 'hygiene'
   | 'expectation'
   | 'upgrade'
@@ -42,6 +43,7 @@ export type ServerRejection = Extract<
 
 /** Status code per rejection reason (SPEC §3, §4, §5). */
 export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Object.freeze({
+  http_version: 505,
   hygiene: 400,
   expectation: 417,
   upgrade: 501,
@@ -68,6 +70,13 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
 export const REJECTION_RETRY_AFTER: Readonly<Partial<Record<RejectionReason, number>>> = Object.freeze({
   buffer_budget: 1,
 });
+
+/**
+ * Refusals with a 5xx status that the client, not the shim or its upstream, caused (a protocol upgrade,
+ * 501; an HTTP version other than 1.x, 505): any client can repeat them, so they are logged as a
+ * client's mistake (info), not as a server error.
+ */
+export const CLIENT_CAUSED_5XX: ReadonlySet<RejectionReason> = new Set(['upgrade', 'http_version']);
 
 /** The message of a refused protocol upgrade (501), from the hygiene gate or the front server. */
 export const UPGRADE_REFUSED_MESSAGE = 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.';

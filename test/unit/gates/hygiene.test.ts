@@ -10,6 +10,7 @@ import {
   checkExpectation,
   checkFraming,
   checkHost,
+  checkHttpVersion,
   checkRequestTarget,
   checkSingleHost,
   hygieneGate,
@@ -374,6 +375,24 @@ describe('checkExpectation', () => {
   });
 });
 
+describe('checkHttpVersion', () => {
+  it.each([
+    ['1.1', true],
+    ['1.0', true],
+    ['0.9', true],
+    ['2.0', false],
+    ['3.0', false],
+    ['1.2', false],
+  ])('HTTP/%s → served: %s', (version, served) => {
+    const problem = checkHttpVersion(version);
+    if (served) expect(problem).toBeUndefined();
+    else
+      expect(problem).toBe(
+        `HTTP/${version} is not supported on an HTTP/1.x connection: send the request as HTTP/1.1.`,
+      );
+  });
+});
+
 describe('isUpgradeRequest', () => {
   it.each<[IncomingHttpHeaders, boolean]>([
     [{}, false],
@@ -425,6 +444,14 @@ describe('assertHygiene', () => {
 
   it('lets an HTTP/1.0 request without Host or with any Expect through', () => {
     expect(statusOf('/missions', { host: undefined, expect: 'foo' }, '1.0')).toBeUndefined();
+  });
+
+  it('refuses another HTTP version with 505 first, whatever else is wrong', () => {
+    expect(statusOf('/missions', {}, '2.0')).toBe(505);
+    expect(statusOf('/a/../b', { upgrade: 'websocket' }, '2.0')).toBe(505);
+    expect(() => assertHygiene('/', { host: 'a' }, [], '2.0')).toThrow(
+      expect.objectContaining({ reason: 'http_version', statusCode: 505 }),
+    );
   });
 
   it('uses the hygiene, expectation and upgrade reasons', () => {

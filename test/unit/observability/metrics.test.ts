@@ -76,6 +76,7 @@ describe('createMetrics', () => {
     };
     zero('shim_upstream_errors_total', 'kind', ['refused', 'reset', 'timeout', 'invalid']);
     zero('shim_rejections_total', 'reason', [
+      'http_version',
       'hygiene',
       'expectation',
       'upgrade',

@@ -75,6 +75,7 @@ describe('errorHead', () => {
 
 describe('ShimError', () => {
   it.each<[RejectionReason, number]>([
+    ['http_version', 505],
     ['hygiene', 400],
     ['expectation', 417],
     ['body', 400],
@@ -102,7 +103,7 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(17);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(18);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 
