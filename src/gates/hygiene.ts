@@ -108,7 +108,10 @@ export function checkSingleHost(rawHeaders: readonly string[]): string | undefin
  * Checks the `Host` header (RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without
  * Host, or with a Host of an invalid field value). The shim forwards `Host` and copies it into
  * `X-Forwarded-Host`, where an upstream may build links and redirects from it (`Host: evil.test/x`,
- * `Host: a@evil.test`): only a host and port pass.
+ * `Host: a@evil.test`): only a host and port pass, and the host must not be empty (`Host:`,
+ * `Host: :80`): the shim serves `http` and `https` only, whose URIs have a non-empty host (RFC 9110
+ * §4.2.1: a recipient MUST reject one without), and an origin-form request's target URI takes its
+ * authority from `Host` (RFC 9112 §3.3); nginx answers both 400 too.
  * @param host The parsed `Host` header (Node keeps the first; {@link checkSingleHost} refuses a second).
  * @param httpVersion The request's version, e.g. `1.1`: without `Host`, only HTTP/1.0 passes (its
  *   clients, such as load-balancer health checks, may omit it).
@@ -120,6 +123,8 @@ export function checkHost(host: string | undefined, httpVersion = '1.1'): string
       ? undefined
       : 'An HTTP/1.1 request must carry a Host header (RFC 9112 §3.2).';
   }
+  if (host === '' || host.charCodeAt(0) === 0x3a /* : */)
+    return 'The Host header must name a host: an "http" or "https" URI has a non-empty one (RFC 9110 §4.2.1).';
   if (isHostSyntax(host)) return undefined;
   return 'The Host header must be a host name or address with an optional port (RFC 9110 §7.2).';
 }

@@ -324,7 +324,6 @@ describe('checkHost', () => {
     'a_b.example',
     'xn--bcher-kva.example',
     'host:', // an empty port (RFC 3986 §3.2.3)
-    '', // no authority (RFC 9110 §7.2)
   ])('accepts %j', (host) => {
     expect(checkHost(host)).toBeUndefined();
   });
@@ -355,6 +354,14 @@ describe('checkHost', () => {
   ])('rejects %j', (host) => {
     expect(checkHost(host)).toMatch(/^The Host header must be /);
   });
+
+  it.each(['', ':', ':80', ':8080'])(
+    'rejects %j: an "http" URI has a non-empty host (RFC 9110 §4.2.1)',
+    (host) => {
+      expect(checkHost(host)).toMatch(/^The Host header must name a host/);
+      expect(checkHost(host, '1.0')).toMatch(/^The Host header must name a host/);
+    },
+  );
 });
 
 describe('checkExpectation', () => {
