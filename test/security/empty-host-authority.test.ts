@@ -1,6 +1,6 @@
 /**
- * Attack: a request whose `Host` names no host (`Host:`, `Host: :80`; host-header injection's empty
- * case, as HTTP Garden's and the differential probes' Host mutations send it).
+ * Attack: a request whose `Host` names no host (`Host:`, `Host: :80`): the empty case of host-header
+ * injection.
  *
  * The hygiene gate took an empty `Host` for RFC 9110 §7.2's "no authority" and forwarded it (with no
  * `X-Forwarded-Host` of its own): the upstream's target URI became `http:///path` (links and

@@ -1,6 +1,6 @@
 /**
- * Attack: an HTTP/1.x message that claims another HTTP version on its request line (version confusion,
- * as HTTP Garden's and smuggler's version probes send it: `GET / HTTP/2.0` in text).
+ * Attack: an HTTP/1.x message that claims another HTTP version on its request line (version confusion:
+ * `GET / HTTP/2.0` in text, found by raw probes of request-line versions).
  *
  * Node's parser accepts `HTTP/2.0` on a request line (for HTTP/2's connection preface, which the front
  * server refuses) and then reads the message with HTTP/1.1's framing but HTTP/1.0's connection rule.
