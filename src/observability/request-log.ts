@@ -76,8 +76,8 @@ function writeLine(
   }
   if (!res.writableFinished) line.aborted = true;
   const logger = pick(line);
-  if (status >= 500 && !(state?.rejection !== undefined && CLIENT_CAUSED_5XX.has(state.rejection)))
-    logger.error(line, 'request completed');
+  const clientCaused = state?.rejection !== undefined && CLIENT_CAUSED_5XX.has(state.rejection);
+  if (status >= 500 && !clientCaused) logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
 }
 
