@@ -55,7 +55,11 @@ export function parsePerfReport(text: string): PerfSamples {
   return { bySymbol, total };
 }
 
-/** Adds the samples of several reports (rounds of one load). */
+/**
+ * Adds the samples of several reports (the rounds of one load), symbol by symbol.
+ * @param reports Reports from {@link parsePerfReport}.
+ * @returns Their samples per symbol and in total (empty for no report).
+ */
 export function addSamples(reports: readonly PerfSamples[]): PerfSamples {
   const bySymbol = new Map<string, number>();
   let total = 0;
@@ -123,7 +127,10 @@ function perRequest(samples: number, load: LoadSamples): number {
 /**
  * Per-request CPU of every symbol under loads `a` and `b`, largest difference (`a − b`) first, then
  * by name; symbols of only one load count 0 in the other.
- * @returns Every symbol's row (cut it to the top rows to print).
+ * @param a The load whose extra cost is looked for (e.g. the patched list), with its requests and rate.
+ * @param b The load it is compared with (e.g. the pass-through).
+ * @returns Every symbol's row, in µs of CPU per request (cut it to the top rows to print); a load that
+ *   served no request counts 0.
  */
 export function costDifference(a: LoadSamples, b: LoadSamples): CostRow[] {
   const names = new Set([...a.samples.bySymbol.keys(), ...b.samples.bySymbol.keys()]);
@@ -137,8 +144,12 @@ export function costDifference(a: LoadSamples, b: LoadSamples): CostRow[] {
 }
 
 /**
- * The same per category ({@link costCategory}), plus a `total` row last; categories in the order of
- * their difference.
+ * The same per category ({@link costCategory}), plus a `total` row last (every sample of each load);
+ * categories in the order of their difference.
+ * @param a As {@link costDifference}.
+ * @param b As {@link costDifference}.
+ * @param shimRoot The repository's `file:` URL ending in `/`, for {@link costCategory}.
+ * @returns One row per category present, then `total`, in µs of CPU per request.
  */
 export function costCategories(a: LoadSamples, b: LoadSamples, shimRoot: string): CostRow[] {
   const sums = new Map<string, { a: number; b: number }>();

@@ -169,7 +169,8 @@ export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
 /**
  * The hygiene gate for one request.
  * @param rawHeaders The raw header list, for {@link checkSingleHost} (skipped when omitted).
- * @param httpVersion The request's version, for {@link checkFraming} (default `1.1`).
+ * @param httpVersion The request's version (default `1.1`), for {@link checkHttpVersion},
+ *   {@link checkFraming}, {@link checkHost} and {@link checkExpectation}.
  * @throws {ShimError} `http_version` (505), `hygiene` (400), `expectation` (417) or `upgrade` (501).
  */
 export function assertHygiene(
