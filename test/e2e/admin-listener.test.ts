@@ -5,6 +5,7 @@ import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAdminServer, probeUpstream, UPSTREAM_HEALTH_PATH } from '../../src/observability/admin.ts';
 import { waitFor } from '../helpers/poll.ts';
+import { holdRefusingPort } from '../helpers/refusing-port.ts';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -215,11 +216,12 @@ describe('probeUpstream', () => {
   });
 
   it('is false for a closed port, naming the error code', async () => {
-    const server = http.createServer();
-    const url = await listen(server);
-    servers.pop();
-    await new Promise((r) => server.close(r));
-    expect(await probeWithCause(url, 1_000)).toEqual({ ok: false, causes: ['ECONNREFUSED'] });
+    const down = await holdRefusingPort();
+    try {
+      expect(await probeWithCause(down.url, 1_000)).toEqual({ ok: false, causes: ['ECONNREFUSED'] });
+    } finally {
+      await down.close();
+    }
   });
 
   it('is false for a name that does not resolve', async () => {

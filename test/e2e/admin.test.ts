@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminServer, probeUpstream } from '../../src/observability/admin.ts';
+import { holdRefusingPort } from '../helpers/refusing-port.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
@@ -202,10 +203,8 @@ describe('admin listener beside a real shim', () => {
 
 describe('admin listener when the upstream is down', () => {
   it('reports not ready, counts the upstream error, and stays alive', async () => {
-    const probe = await startStack();
-    const deadUrl = probe.upstreamUrl;
-    await probe.close(); // the port is free now: nothing listens there
-    const stack = await startStack({ UPSTREAM_URL: deadUrl }, {}, { probeAtStart: true });
+    const down = await holdRefusingPort(); // nothing listens there, and no other test can take it
+    const stack = await startStack({ UPSTREAM_URL: down.url }, {}, { probeAtStart: true });
     const admin = { url: stack.adminUrl };
     try {
       expect((await fetch(`${admin.url}/readyz`)).status).toBe(503);
@@ -221,6 +220,7 @@ describe('admin listener when the upstream is down', () => {
       ]);
     } finally {
       await stack.close();
+      await down.close();
     }
   });
 

@@ -6,20 +6,22 @@
  * HTTP-client level are in upstream-faults-nock.test.ts.
  */
 import http from 'node:http';
-import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UPSTREAM_IDLE_TIMEOUT_MS } from '../../src/proxy/upstream-agent.ts';
 import { getOutcome, type Reply, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { holdRefusingPort, type RefusingPort } from '../helpers/refusing-port.ts';
 import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 import { startUnconnectableUpstream } from '../helpers/unconnectable-upstream.ts';
 
 const stacks: Stack[] = [];
 const upstreams: RawUpstream[] = [];
+const refusing: RefusingPort[] = [];
 afterEach(async () => {
   for (const s of stacks.splice(0)) await s.close();
   for (const u of upstreams.splice(0)) await u.close();
+  for (const r of refusing.splice(0)) await r.close();
 });
 
 async function stackWith(onData: Parameters<typeof startRawUpstream>[0], env: Record<string, string> = {}) {
@@ -30,21 +32,14 @@ async function stackWith(onData: Parameters<typeof startRawUpstream>[0], env: Re
   return { upstream, stack };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** GET /missions through the shim as a 1.0 client, reporting whether the body arrived complete. */
 const missionsOutcome = (url: string) => getOutcome(`${url}/missions`, CURRENT);
 
 describe('before response headers', () => {
   it('answers 502 when the upstream refuses connections', async () => {
-    const stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` });
+    const down = await holdRefusingPort();
+    refusing.push(down);
+    const stack = await startStack({ UPSTREAM_URL: down.url });
     stacks.push(stack);
     const reply = await send(stack.url, 'GET', '/missions', CURRENT);
     expect(reply.status).toBe(502);
