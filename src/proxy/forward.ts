@@ -274,6 +274,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     const versioned = varyHeader !== undefined && (varyAll || state.exchange.clientVersion !== undefined);
     // Only what this response uses: the ETag is weakened for a patch, Vary merged when versioned.
     const upstreamHead = {
+      status,
       rawHeaders: upstreamRes.rawHeaders,
       etag: patches === undefined ? undefined : (headerValue(upstreamRes, 'etag') as string | undefined),
       vary: versioned ? (headerValue(upstreamRes, 'vary') as string | undefined) : undefined,

@@ -61,18 +61,23 @@ const PATCH_FALSIFIES = ['content-length', 'etag', 'content-digest', 'repr-diges
 const PATCHED = 1;
 const VARIED = 2;
 const RANGES_REFUSED = 4;
+/** A 204: no `Content-Length` (RFC 9110 §8.6: a server MUST NOT send one in a 1xx or 204). */
+const NO_CONTENT = 8;
 /** The names {@link responseHead} drops, by its flags (made once each). */
-const dropSets: Array<ReadonlySet<string> | undefined> = Array.from({ length: 8 }, (_, flags) => {
+const dropSets: Array<ReadonlySet<string> | undefined> = Array.from({ length: 16 }, (_, flags) => {
   const names = [
     ...(flags & PATCHED ? PATCH_FALSIFIES : []),
     ...(flags & VARIED ? ['vary'] : []),
     ...(flags & RANGES_REFUSED ? ['accept-ranges'] : []),
+    ...(flags & NO_CONTENT ? ['content-length'] : []),
   ];
   return names.length === 0 ? undefined : new Set(names);
 });
 
 /** What {@link responseHead} needs about the upstream's response. */
 export interface UpstreamHead {
+  /** The upstream's status. */
+  readonly status: number;
   /** `IncomingMessage.rawHeaders` (flat, case kept). */
   readonly rawHeaders: readonly string[];
   /** The upstream's `ETag`, if any. */
@@ -98,7 +103,9 @@ export interface ResponseHeadOptions {
  * The client's response head for an upstream response (flat `[name, value, …]`).
  *
  * - End-to-end headers as the upstream sent them (hop-by-hop dropped; `Set-Cookie` and every other
- *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`).
+ *   header untouched, repeats and case kept), then `extra` (the shim's own, e.g. `Warning`). A 204's
+ *   `Content-Length` is dropped: RFC 9110 §8.6 forbids one there (nginx drops it too), and a client or
+ *   cache that believed it would read the next response's bytes as this one's body.
  * - `options.patched`: no `Content-Length` (the body goes chunked), `ETag` made weak and marked (SPEC §6;
  *   validators.ts `patchedEtag`), no digest of the upstream's bytes (`Content-Digest`, `Repr-Digest`, `Digest`, `Content-MD5`).
  * - `options.varyName`: merged into `Vary` with {@link mergeVary}.
@@ -112,7 +119,7 @@ export interface ResponseHeadOptions {
  * @param extra Headers the shim adds, flat.
  * @param options Patched, the `Vary` name, ranges refused ({@link ResponseHeadOptions}).
  * @example
- * responseHead({ rawHeaders: ['ETag', '"a"'], etag: '"a"', vary: undefined }, ['Warning', 'w'], { patched: true, varyName: 'V' })
+ * responseHead({ status: 200, rawHeaders: ['ETag', '"a"'], etag: '"a"', vary: undefined }, ['Warning', 'w'], { patched: true, varyName: 'V' })
  * // → ['ETag', 'W/"a+patched"', 'Vary', 'V', 'Warning', 'w']
  */
 export function responseHead(
@@ -122,7 +129,10 @@ export function responseHead(
 ): string[] {
   const { patched, varyName, rangesRefused = false } = options;
   const flags =
-    (patched ? PATCHED : 0) | (varyName === undefined ? 0 : VARIED) | (rangesRefused ? RANGES_REFUSED : 0);
+    (patched ? PATCHED : 0) |
+    (varyName === undefined ? 0 : VARIED) |
+    (rangesRefused ? RANGES_REFUSED : 0) |
+    (upstream.status === 204 ? NO_CONTENT : 0);
   const head = endToEndRawHeaders(upstream.rawHeaders, dropSets[flags]);
   if (patched && upstream.etag !== undefined) head.push('ETag', patchedEtag(upstream.etag));
   if (varyName !== undefined) head.push('Vary', mergeVary(upstream.vary, varyName));
@@ -214,7 +224,7 @@ export function exposedNames(rawHeaders: readonly string[], extra: readonly stri
 /**
  * The fields of an upstream's `103 Early Hints` to pass on (RFC 8297; RFC 9110 §15.2: a proxy MUST
  * forward the 1xx responses it did not ask for), as Node's `ServerResponse.writeEarlyHints` takes them:
- * end-to-end fields only, names lower-cased, repeats as arrays (in linear time: an upstream may repeat a
+ * end-to-end fields only but `Content-Length` (none in a 1xx: RFC 9110 §8.6), names lower-cased, repeats as arrays (in linear time: an upstream may repeat a
  * field up to Node's 2,000-field limit).
  * @param rawHeaders The 103's `rawHeaders` (flat, as Node's `information` event gives them).
  * @returns The hints, or `undefined` when there is no `Link` (Node sends no 103 without one, and a 103
@@ -229,6 +239,7 @@ export function earlyHints(rawHeaders: readonly string[]): Record<string, string
   const fields = endToEndRawHeaders(rawHeaders);
   for (let i = 0; i < fields.length; i += 2) {
     const name = (fields[i] as string).toLowerCase();
+    if (name === 'content-length') continue;
     const value = fields[i + 1] as string;
     const prior = hints[name];
     if (prior === undefined) hints[name] = value;

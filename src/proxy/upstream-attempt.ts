@@ -29,8 +29,10 @@ import {
   IDEMPOTENT_METHODS,
   INVALID_STATUS_CODE,
   NO_RESPONSE_CODE,
+  relayableTransferCoding,
   SHIM_TIMEOUT_CODE,
   SWITCHED_PROTOCOLS_CODE,
+  TRANSFER_CODING_CODE,
   type UpstreamDecision,
 } from './upstream-error.ts';
 
@@ -324,6 +326,12 @@ export function createUpstreamAttempt(
           // `HTTP/1.1 099 X`: no status (RFC 9110 §15), and Node's writeHead throws on it — for a patched
           // response inside the pump's 'data' listener, where nothing caught it and the process ended.
           fail(upstreamError(`upstream sent status ${upstreamRes.statusCode}`, INVALID_STATUS_CODE));
+          return;
+        }
+        const transferEncoding = upstreamRes.headers['transfer-encoding'];
+        if (!relayableTransferCoding(transferEncoding, req.method, upstreamRes.statusCode ?? 0)) {
+          // `gzip`, `chunked, gzip`: bytes the client could not decode, its head naming no coding.
+          fail(upstreamError(`upstream sent Transfer-Encoding: ${transferEncoding}`, TRANSFER_CODING_CODE));
           return;
         }
         headReceived = true;

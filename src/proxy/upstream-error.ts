@@ -69,7 +69,42 @@ export const SWITCHED_PROTOCOLS_CODE = 'ESHIMSWITCHED';
 export const INVALID_STATUS_CODE = 'ESHIMSTATUS';
 
 /**
- * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE} and {@link SWITCHED_PROTOCOLS_CODE} for invalid responses, {@link SHIM_TIMEOUT_CODE} for its timeout; TLS
+ * Error code the shim gives a response whose body comes in a transfer coding other than `chunked`
+ * alone (`Transfer-Encoding: gzip`, `chunked, gzip`, `gzip, chunked`): Node's parser removes only the
+ * chunked framing and hands on the coded bytes, which no field of the client's response would name
+ * (`Transfer-Encoding` is hop-by-hop). Classified `invalid`, as nginx's proxy answers it (502, "upstream
+ * sent unknown Transfer-Encoding"; RFC 9112 §6.1 defines only `chunked` for a recipient to remove).
+ */
+export const TRANSFER_CODING_CODE = 'ESHIMTRANSFERCODING';
+
+/**
+ * Whether the shim can relay a response framed by `transferEncoding` (RFC 9112 §6.1, §7): no
+ * `Transfer-Encoding` (a length or the close delimits the body), exactly `chunked` (case-insensitive,
+ * one field line), which Node's parser removes, or a response without content (to a HEAD, a 204 or a
+ * 304: RFC 9112 §6.3), where the field only names what a GET would get and goes no further (hop-by-hop).
+ * Any other coding of a body, `identity` (which RFC 9112 dropped) and `chunked` twice included, is
+ * refused ({@link TRANSFER_CODING_CODE}), as nginx refuses it.
+ * @param transferEncoding The response's `Transfer-Encoding` as Node joins it (`IncomingMessage.headers`:
+ *   repeated field lines joined with `, `), or `undefined`.
+ * @param method The request's method.
+ * @param status The response's status.
+ * @returns `true` when the body, if any, reaches the shim decoded.
+ * @example
+ * relayableTransferCoding('Chunked', 'GET', 200) // → true
+ * relayableTransferCoding('gzip, chunked', 'GET', 200) // → false
+ * relayableTransferCoding('gzip, chunked', 'HEAD', 200) // → true
+ */
+export function relayableTransferCoding(
+  transferEncoding: string | undefined,
+  method: string | undefined,
+  status: number,
+): boolean {
+  if (transferEncoding === undefined || transferEncoding.toLowerCase() === 'chunked') return true;
+  return method === 'HEAD' || status === 204 || status === 304;
+}
+
+/**
+ * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE}, {@link SWITCHED_PROTOCOLS_CODE}, {@link INVALID_STATUS_CODE} and {@link TRANSFER_CODING_CODE} for invalid responses, {@link SHIM_TIMEOUT_CODE} for its timeout; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
  */
@@ -85,7 +120,8 @@ export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind
     code === 'ERR_INVALID_HTTP_RESPONSE' ||
     code === NO_RESPONSE_CODE ||
     code === SWITCHED_PROTOCOLS_CODE ||
-    code === INVALID_STATUS_CODE
+    code === INVALID_STATUS_CODE ||
+    code === TRANSFER_CODING_CODE
   ) {
     return 'invalid';
   }

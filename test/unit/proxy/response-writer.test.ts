@@ -99,6 +99,7 @@ describe('exposedNames (CORS: the shim’s headers readable where the upstream a
 
 describe('responseHead', () => {
   const upstream = {
+    status: 200,
     rawHeaders: [
       'Content-Type',
       'application/json',
@@ -169,6 +170,7 @@ describe('responseHead', () => {
       'Q2hlY2sgSW50ZWdyaXR5IQ==',
     ];
     const withDigests = {
+      status: 200,
       rawHeaders: ['Content-Type', 'application/json', ...digests],
       etag: undefined,
       vary: undefined,
@@ -184,6 +186,7 @@ describe('responseHead', () => {
 
   it('ranges refused (Range not forwarded): Accept-Ranges none replaces the upstream’s (RFC 9110 §14.3)', () => {
     const ranged = {
+      status: 200,
       rawHeaders: ['Accept-Ranges', 'bytes', 'Content-Length', '5'],
       etag: undefined,
       vary: undefined,
@@ -205,6 +208,7 @@ describe('responseHead', () => {
 
   it('a CORS response with headers of the shim: Access-Control-Expose-Headers names them, streamed or patched', () => {
     const cors = {
+      status: 200,
       rawHeaders: ['Access-Control-Allow-Origin', 'https://app.example', 'Content-Length', '2'],
       etag: undefined,
       vary: undefined,
@@ -232,6 +236,7 @@ describe('responseHead', () => {
 
   it('one Access-Control-Expose-Headers line, the upstream’s members first (a 304 replaces a stored field whole)', () => {
     const cors = {
+      status: 200,
       rawHeaders: [
         'Access-Control-Expose-Headers',
         'X-Request-Id, ',
@@ -265,6 +270,7 @@ describe('responseHead', () => {
 
   it('an exposure the upstream made hop-by-hop (named in Connection) is gone, so the names are exposed anew', () => {
     const cors = {
+      status: 200,
       rawHeaders: [
         'Access-Control-Allow-Origin',
         'https://app.example',
@@ -294,8 +300,25 @@ describe('responseHead', () => {
     }
   });
 
+  it('a 204 carries no Content-Length (RFC 9110 §8.6), streamed or patched; a 304 keeps its own', () => {
+    const noContent = {
+      status: 204,
+      rawHeaders: ['Content-Length', '5', 'X-Trace', 't'],
+      etag: undefined,
+      vary: undefined,
+    };
+    for (const patched of [false, true])
+      expect(responseHead(noContent, [], { patched, varyName: undefined })).toEqual(['X-Trace', 't']);
+    const notModified = { ...noContent, status: 304 };
+    expect(responseHead(notModified, [], { patched: false, varyName: undefined })).toEqual(
+      notModified.rawHeaders,
+    );
+    // The patched GET has no length: nor has its 304.
+    expect(responseHead(notModified, [], { patched: true, varyName: undefined })).toEqual(['X-Trace', 't']);
+  });
+
   it('with a Vary name and no upstream Vary: the name alone', () => {
-    const head = responseHead({ rawHeaders: [], etag: undefined, vary: undefined }, [], {
+    const head = responseHead({ status: 200, rawHeaders: [], etag: undefined, vary: undefined }, [], {
       patched: false,
       varyName: 'V',
     });
@@ -351,6 +374,12 @@ describe('earlyHints', () => {
     for (let k = 0; k < 1000; k++) raw.push('X-Hint', `h${k}`);
     const hints = earlyHints(raw)!;
     expect(hints['x-hint']).toEqual(Array.from({ length: 1000 }, (_, k) => `h${k}`));
+  });
+
+  it('drops a Content-Length (RFC 9110 §8.6: none in a 1xx)', () => {
+    expect(earlyHints(['Link', '</a.css>; rel=preload', 'Content-Length', '5'])).toEqual({
+      link: '</a.css>; rel=preload',
+    });
   });
 
   it('is undefined without a Link (Node would send nothing)', () => {

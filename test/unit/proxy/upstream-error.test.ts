@@ -8,7 +8,9 @@ import {
   IDEMPOTENT_METHODS,
   INVALID_STATUS_CODE,
   NO_RESPONSE_CODE,
+  relayableTransferCoding,
   SWITCHED_PROTOCOLS_CODE,
+  TRANSFER_CODING_CODE,
   type UpstreamFailure,
   upstreamErrorKind,
 } from '../../../src/proxy/upstream-error.ts';
@@ -49,10 +51,35 @@ describe('upstreamErrorKind', () => {
     [NO_RESPONSE_CODE, 'invalid'],
     [SWITCHED_PROTOCOLS_CODE, 'invalid'],
     [INVALID_STATUS_CODE, 'invalid'],
+    [TRANSFER_CODING_CODE, 'invalid'],
     ['ESHIMTIMEDOUT', 'timeout'],
     ['ECONNRESET', 'reset'],
     [undefined, 'reset'],
   ])('%s → %s', (code, kind) => expect(upstreamErrorKind(error(code))).toBe(kind));
+});
+
+describe('relayableTransferCoding (RFC 9112 §6.1: only chunked is removed; nginx answers the rest 502)', () => {
+  it.each<[string | undefined, boolean]>([
+    [undefined, true],
+    ['chunked', true],
+    ['Chunked', true],
+    ['CHUNKED', true],
+    ['gzip', false],
+    ['gzip, chunked', false],
+    ['chunked, gzip', false],
+    ['identity', false],
+    ['chunked, chunked', false], // two field lines, as Node joins them
+    ['', false],
+  ])('a body in %j: %s', (transferEncoding, relayable) =>
+    expect(relayableTransferCoding(transferEncoding, 'GET', 200)).toBe(relayable),
+  );
+
+  it('a response without content says what a GET would get, and is relayed (its field is hop-by-hop)', () => {
+    expect(relayableTransferCoding('gzip, chunked', 'HEAD', 200)).toBe(true);
+    expect(relayableTransferCoding('gzip, chunked', 'GET', 204)).toBe(true);
+    expect(relayableTransferCoding('gzip, chunked', 'GET', 304)).toBe(true);
+    expect(relayableTransferCoding('gzip, chunked', 'POST', 201)).toBe(false);
+  });
 });
 
 describe('decideUpstreamFailure', () => {
