@@ -14,8 +14,10 @@
  * start` builds it, and run with its flags plus `--perf-basic-prof`, which names V8's compiled code for
  * perf in `/tmp/perf-<pid>.map`, removed at the end). Each round warms a load up for 2 s, then records
  * the shim for `--duration` seconds while wrk loads it, the two loads alternating; µs per request =
- * samples / hz / requests. Prints the categories (bench/lib/perf-report.ts `costCategory`), then the
- * symbols (of `--category` alone, if given) with the largest differences. The sampling itself costs
+ * samples / hz / requests, every thread of the process counted (the other threads apart: V8 compiling
+ * what the loads made hot, concurrent marking). Prints the categories (bench/lib/perf-report.ts
+ * `costCategory`), then the symbols (of `--category` alone, if given) with the largest differences. The
+ * sampling itself costs
  * CPU: compare the two loads with each other, not with `run.ts`'s figures.
  *
  * Needs `perf` and the right to sample another process of the same user
@@ -93,7 +95,19 @@ async function record(
   if (!(await exited)) throw new Error(`perf record failed: ${stderr.trim()}`);
   const report = execFileSync(
     'perf',
-    ['report', '-i', file, '--no-children', '--sort', 'sym', '--stdio', '-g', 'none', '-F', 'sample,sym'],
+    [
+      'report',
+      '-i',
+      file,
+      '--no-children',
+      '--sort',
+      'comm,sym',
+      '--stdio',
+      '-g',
+      'none',
+      '-F',
+      'sample,comm,sym',
+    ],
     { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] },
   );
   return { samples: parsePerfReport(report), requests: result.requests };

@@ -36,8 +36,22 @@ export function symbolName(kind: string, symbol: string): string {
 }
 
 /**
- * Parses `perf report --no-children --sort sym --stdio -g none -F sample,sym`: lines of a sample count,
- * the `[k]`/`[.]` column and the symbol; comment and empty lines skipped.
+ * Names of the thread that runs JavaScript (Node names its main thread `MainThread`; `node` before it
+ * does): samples of any other thread (V8's compiler and concurrent marking, libuv's pool) are named
+ * apart ({@link parsePerfReport}).
+ */
+const MAIN_THREAD = new Set(['MainThread', 'node']);
+
+/** Prefix of the symbols sampled on a thread other than the main one (`[thread V8Worker] name`). */
+const THREAD_PREFIX = '[thread ';
+
+/**
+ * Parses `perf report --no-children --sort comm,sym --stdio -g none -F sample,comm,sym`: lines of a
+ * sample count, the thread's name, the `[k]`/`[.]` column and the symbol; comment and empty lines
+ * skipped. A symbol sampled outside the main thread is named `[thread <name>] <symbol>`: that CPU is the
+ * process's (V8 compiling the code the loads made hot, marking concurrently), but is not spent on the
+ * requests one by one, and a load served at a lower rate over the same seconds gets more of it per
+ * request ({@link costCategory}).
  * @param text The report.
  * @returns Samples per symbol ({@link symbolName}) and in total.
  */
@@ -45,10 +59,12 @@ export function parsePerfReport(text: string): PerfSamples {
   const bySymbol = new Map<string, number>();
   let total = 0;
   for (const line of text.split('\n')) {
-    const m = /^\s*(\d+)\s+\[(.)\]\s+(.+)$/.exec(line);
+    const m = /^\s*(\d+)\s+(\S+)\s+\[(.)\]\s+(.+)$/.exec(line);
     if (m === null) continue;
     const samples = Number(m[1]);
-    const name = symbolName(m[2]!, m[3]!);
+    const thread = m[2]!;
+    const symbol = symbolName(m[3]!, m[4]!);
+    const name = MAIN_THREAD.has(thread) ? symbol : `${THREAD_PREFIX}${thread}] ${symbol}`;
     bySymbol.set(name, (bySymbol.get(name) ?? 0) + samples);
     total += samples;
   }
@@ -78,18 +94,20 @@ export type CostCategory =
   | 'garbage collection'
   | 'copies (libc memmove)'
   | 'kernel'
-  | 'V8 built-ins and Node native';
+  | 'V8 built-ins and Node native'
+  | 'other threads (V8 compiler and marking, libuv pool)';
 
 /**
  * The category of a symbol: its WebAssembly, JavaScript of the shim (a `file:` URL under `shimRoot` and
  * outside `node_modules`; with the bundle, `dist/main.js`, the libraries bundled into it count too) or
  * of Node's own modules and packages, V8's collector (scavenger, marking, sweeping), libc's
  * `memmove`/`memcpy`, the kernel, or the rest of the native code (V8's built-ins and inline caches,
- * Node's C++ bindings, llhttp, malloc).
+ * Node's C++ bindings, llhttp, malloc), all on the main thread; or the other threads, whatever they ran.
  * @param name A name from {@link symbolName}.
  * @param shimRoot The repository's `file:` URL, ending in `/`.
  */
 export function costCategory(name: string, shimRoot: string): CostCategory {
+  if (name.startsWith(THREAD_PREFIX)) return 'other threads (V8 compiler and marking, libuv pool)';
   if (name.startsWith('wasm-function[')) return 'WebAssembly';
   if (name.startsWith('[k] ')) return 'kernel';
   if (name.startsWith('JS:'))

@@ -9,23 +9,26 @@ import {
   symbolName,
 } from '../../../bench/lib/perf-report.ts';
 
-/** What `perf report --no-children --sort sym --stdio -g none -F sample,sym` prints (abridged). */
+/** What `perf report --no-children --sort comm,sym --stdio -g none -F sample,comm,sym` prints (abridged). */
 const REPORT = `# To display the perf.data header info, please use --header/--header-only options.
 #
 # Samples: 5K of event 'cpu-clock:pppH'
 #
-# Samples  Symbol
-# .......  ......
+# Samples  Command     Symbol
+# .......  ..........  ......
 #
-     1200  [.] JS:wasm-function[12]-12-turbofan
-      300  [.] JS:*'#insert file:///work/main/dist/main.js:27:95560
-      100  [.] JS:^'#insert file:///work/main/dist/main.js:27:95560
-      250  [k] rep_movs_alternative
-      150  [.] __memmove_evex_unaligned_erms
-       90  [.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>
-       60  [.] JS:*'emit node:events:489:44
-       50  [.] v8::internal::JSTypedArray::GetBuffer
-       12  [.] wasm-function[12]-12-liftoff
+     1200  MainThread  [.] JS:wasm-function[12]-12-turbofan
+      300  MainThread  [.] JS:*'#insert file:///work/main/dist/main.js:27:95560
+      100  MainThread  [.] JS:^'#insert file:///work/main/dist/main.js:27:95560
+      250  MainThread  [k] rep_movs_alternative
+      150  MainThread  [.] __memmove_evex_unaligned_erms
+       90  MainThread  [.] v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>
+       60  MainThread  [.] JS:*'emit node:events:489:44
+       50  MainThread  [.] v8::internal::JSTypedArray::GetBuffer
+       12  MainThread  [.] wasm-function[12]-12-liftoff
+       40  V8Worker    [.] v8::internal::compiler::GraphReducer::ReduceTop
+        7  V8Worker    [k] clear_page_erms
+        5  node        [.] malloc
 
 `;
 
@@ -42,12 +45,22 @@ describe('perf report', () => {
 
   it('adds the samples of one symbol across its tiers and skips the comments', () => {
     const parsed = parsePerfReport(REPORT);
-    expect(parsed.total).toBe(2212);
+    expect(parsed.total).toBe(2264);
     expect(parsed.bySymbol.get('wasm-function[12]')).toBe(1212);
     expect(parsed.bySymbol.get('JS:#insert file:///work/main/dist/main.js:27:95560')).toBe(400);
     expect(parsed.bySymbol.get('[k] rep_movs_alternative')).toBe(250);
-    expect(parsed.bySymbol.size).toBe(7);
+    expect(parsed.bySymbol.size).toBe(10);
     expect(parsePerfReport('# nothing\n\n').total).toBe(0);
+  });
+
+  it('names the samples of the other threads apart; the main thread is MainThread or node', () => {
+    const parsed = parsePerfReport(REPORT);
+    expect(parsed.bySymbol.get('[thread V8Worker] v8::internal::compiler::GraphReducer::ReduceTop')).toBe(40);
+    expect(parsed.bySymbol.get('[thread V8Worker] [k] clear_page_erms')).toBe(7);
+    expect(parsed.bySymbol.get('malloc')).toBe(5);
+    expect(costCategory('[thread V8Worker] [k] clear_page_erms', 'file:///work/main/')).toBe(
+      'other threads (V8 compiler and marking, libuv pool)',
+    );
   });
 
   it('adds rounds', () => {
