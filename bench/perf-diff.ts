@@ -17,8 +17,7 @@
  * samples / hz / requests, every thread of the process counted (the other threads apart: V8 compiling
  * what the loads made hot, concurrent marking). Prints the categories (bench/lib/perf-report.ts
  * `costCategory`), then the symbols (of `--category` alone, if given) with the largest differences. The
- * sampling itself costs
- * CPU: compare the two loads with each other, not with `run.ts`'s figures.
+ * sampling itself costs CPU: compare the two loads with each other, not with `run.ts`'s figures.
  *
  * Needs `perf` and the right to sample another process of the same user
  * (`/proc/sys/kernel/perf_event_paranoid` ≤ 2, or root).
