@@ -374,14 +374,22 @@ export const CORE_VARIABLES = {
       if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash) {
         ctx.addIssue({
           code: 'custom',
-          message: `must be an http(s) URL without query, such as http://127.0.0.1:3000 (got "${v}")`,
+          message: `must be an http(s) URL without query or fragment, such as http://127.0.0.1:3000 (got "${v}")`,
+        });
+        return z.NEVER;
+      }
+      // Port 0 names no listener: every connection would be refused (RFC 6335 §6 reserves it).
+      if (u.port === '0') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must name the upstream's port (1–65535), not 0 (got "${v}")`,
         });
         return z.NEVER;
       }
       return u;
     }),
     meaning:
-      'The canonical backend, an `http:` or `https:` URL without query or credentials, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Required: unset is a configuration error (the shim fails closed), except in demo mode (`--demo`, what `npm start` runs), which starts the reference backend as a child process and says so in the start log and on `/readyz` ([operations](operations.md#demo-mode)).',
+      'The canonical backend, an `http:` or `https:` URL without query, fragment or credentials, and not port 0, e.g. `http://127.0.0.1:3000`; a path prefix is kept. Required: unset is a configuration error (the shim fails closed), except in demo mode (`--demo`, what `npm start` runs), which starts the reference backend as a child process and says so in the start log and on `/readyz` ([operations](operations.md#demo-mode)).',
   },
   ADMIN_PORT: {
     schema: port(9090),
