@@ -224,8 +224,8 @@ export function exposedNames(rawHeaders: readonly string[], extra: readonly stri
 /**
  * The fields of an upstream's `103 Early Hints` to pass on (RFC 8297; RFC 9110 §15.2: a proxy MUST
  * forward the 1xx responses it did not ask for), as Node's `ServerResponse.writeEarlyHints` takes them:
- * end-to-end fields only but `Content-Length` (none in a 1xx: RFC 9110 §8.6), names lower-cased, repeats as arrays (in linear time: an upstream may repeat a
- * field up to Node's 2,000-field limit).
+ * end-to-end fields only but `Content-Length` (none in a 1xx: RFC 9110 §8.6), names lower-cased,
+ * repeats as arrays (in linear time: an upstream may repeat a field up to Node's 2,000-field limit).
  * @param rawHeaders The 103's `rawHeaders` (flat, as Node's `information` event gives them).
  * @returns The hints, or `undefined` when there is no `Link` (Node sends no 103 without one, and a 103
  *   without preload links tells the client nothing).
