@@ -334,6 +334,10 @@ export function createUpstreamAttempt(
           fail(upstreamError(`upstream sent Transfer-Encoding: ${transferEncoding}`, TRANSFER_CODING_CODE));
           return;
         }
+        // A 204 that announces a length announces a body it must not have (RFC 9110 §8.6), which a
+        // server such as gunicorn 20.1 writes after the head anyway: as after a HEAD, its connection is
+        // not reused, so that those bytes are never read as another client's response (fix 117).
+        if (announcesContent(upstreamRes)) upstreamReq.shouldKeepAlive = false;
         headReceived = true;
         upstreamResponse = upstreamRes;
         headerTimer?.clear();
@@ -628,4 +632,15 @@ function boundDiscard(req: IncomingMessage, res: ServerResponse): void {
   };
   if (res.writableFinished) start();
   else res.once('finish', start);
+}
+
+/**
+ * Whether a 204 announces content with a `Content-Length` above 0 (RFC 9110 §8.6: a server MUST NOT
+ * send one in a 204; Node's parser reads no body for a 204 whatever it says).
+ * @param upstreamRes The upstream's response head.
+ * @returns True for a 204 whose `Content-Length` is not absent or `0`.
+ */
+function announcesContent(upstreamRes: IncomingMessage): boolean {
+  const length = upstreamRes.headers['content-length'];
+  return upstreamRes.statusCode === 204 && length !== undefined && length !== '0';
 }
