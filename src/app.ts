@@ -171,6 +171,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     // The headers a request is admitted on: forwarded, and their spellings with `_` for `-` are not.
     admissionHeaders: new Set([config.apiKeyHeader, config.clientVersionHeader.toLowerCase()]),
     maxRewriteBody: config.maxRewriteBody,
+    requestBufferBytes: config.requestBufferBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
     budget,
     varyHeader: config.clientVersionHeader,

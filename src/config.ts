@@ -59,8 +59,10 @@ export interface Config {
   maxRewriteBody: number;
   /** Process-wide bound on bytes held for rewrites and patches (`MAX_BUFFERED_BYTES`, default 64 MiB). */
   maxBufferedBytes: number;
-  /** A request body held for a rewrite must arrive within this many ms of the head (`BODY_TIMEOUT_MS`). */
+  /** A request body held for a rewrite (or held whole) must arrive within this many ms of the head (`BODY_TIMEOUT_MS`). */
   bodyTimeoutMs: number;
+  /** Request bodies with a declared length up to this are read whole before forwarding (`REQUEST_BUFFER_BYTES`; 0: none). */
+  requestBufferBytes: number;
   /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`, read at start). */
   upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
@@ -465,17 +467,34 @@ export const CORE_VARIABLES = {
     meaning:
       "Largest request body the shim buffers for a plugin's rewrite; larger → 413. Sizes: a number of bytes or `b`, `kb`, `mb`, `gb` (powers of 1024).",
   },
+  REQUEST_BUFFER_BYTES: {
+    schema: parsers.str('64kb').transform((v, ctx) => {
+      if (v.trim() === '0') return 0;
+      const n = parseByteSize(v);
+      if (n === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a size such as 64kb or 65536, or 0 to stream every body (got "${v}")`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    }),
+    default: '64kb',
+    meaning:
+      'A request body with a declared `Content-Length` up to this size is read whole before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.) holds no upstream connection, the upstream gets the body at once with its length, and an idempotent request can be sent again on a connection the upstream had closed. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408). Larger and chunked bodies stream. `0` streams every body. Sizes as `MAX_REWRITE_BODY`.',
+  },
   MAX_BUFFERED_BYTES: {
     schema: parsers.byteSize('64mb'),
     default: '64mb',
     meaning:
-      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. Buffers kept only for reuse (a patch\'s spare output) are kept while its use stays within a quarter, so that clients that stop reading patched responses cannot take it either. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
+      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite or read whole (`REQUEST_BUFFER_BYTES`; reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. Buffers kept only for reuse (a patch\'s spare output) are kept while its use stays within a quarter, so that clients that stop reading patched responses cannot take it either. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
   },
   BODY_TIMEOUT_MS: {
     schema: parsers.ms(30_000),
     default: '30000',
     meaning:
-      'A request body the shim holds for a rewrite must have arrived within this many ms of the request head; otherwise 408 (`shim_rejections_total{reason="body_timeout"}`) and the connection closes. Bodies that are streamed, not rewritten, are bounded by the server\'s request timeout instead ([operations](operations.md)).',
+      'A request body the shim holds, for a rewrite or because it is small (`REQUEST_BUFFER_BYTES`), must have arrived within this many ms of the request head; otherwise 408 (`shim_rejections_total{reason="body_timeout"}`) and the connection closes. Bodies that are streamed are bounded by the server\'s request timeout instead ([operations](operations.md)).',
   },
   UPSTREAM_CA_FILE: {
     schema: parsers.optionalStr.transform((v, ctx) => {
@@ -684,6 +703,16 @@ export function loadConfig(
       `MAX_BUFFERED_BYTES: must be at least 8/3 × MAX_REWRITE_BODY (${Math.ceil((8 * e.MAX_REWRITE_BODY) / 3)} bytes): request bodies may hold three quarters of it, and the largest body to rewrite is held as sent and decoded`,
     );
   }
+  // A body held whole must fit the bodies' share of the budget, or every such body would get 503.
+  if (
+    e.MAX_BUFFERED_BYTES !== undefined &&
+    e.REQUEST_BUFFER_BYTES !== undefined &&
+    requestBodyShare(e.MAX_BUFFERED_BYTES) < e.REQUEST_BUFFER_BYTES
+  ) {
+    problems.push(
+      `REQUEST_BUFFER_BYTES: must be at most three quarters of MAX_BUFFERED_BYTES (${requestBodyShare(e.MAX_BUFFERED_BYTES)} bytes), the share request bodies may hold`,
+    );
+  }
   const pluginSettings: Record<string, unknown> = {};
   for (const plugin of plugins) {
     const before = problems.length;
@@ -714,6 +743,7 @@ export function loadConfig(
     maxRewriteBody: e.MAX_REWRITE_BODY,
     maxBufferedBytes: e.MAX_BUFFERED_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+    requestBufferBytes: e.REQUEST_BUFFER_BYTES,
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     upstreamIdleTimeoutMs: e.UPSTREAM_IDLE_TIMEOUT_MS,

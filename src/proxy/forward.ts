@@ -4,7 +4,7 @@
  * (docs/reliability.md, "The data plane: no proxy library, every buffer bounded").
  *
  *   outgoing-request.ts   headers and framing of the upstream request (smuggling defences)
- *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite
+ *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite or to hold whole
  *   upstream-attempt.ts   sending upstream: the attempts, timeouts, 103 hints, a failure's outcome
  *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
  *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
@@ -30,7 +30,7 @@ import {
 } from './outgoing-request.ts';
 import { startDeadline } from './own-pause.ts';
 import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
-import { rewriteRequestBody } from './request-body.ts';
+import { type BodyReadOptions, heldWhole, readBoundedBody, rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { type ResponseHeadOptions, responseHead, revalidationKeepsVary } from './response-writer.ts';
@@ -66,7 +66,13 @@ export interface ForwarderOptions {
   admissionHeaders?: ReadonlySet<string>;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
-  /** A request body held for a rewrite must have arrived this many ms after the head (408). */
+  /**
+   * A request body with a declared `Content-Length` up to this many bytes is read whole before the
+   * upstream is contacted (`REQUEST_BUFFER_BYTES`; 0: every body streams): a client that sends it
+   * slowly holds no upstream connection. Larger and chunked bodies stream.
+   */
+  requestBufferBytes?: number;
+  /** A request body held for a rewrite, or held whole, must have arrived this many ms after the head (408). */
   bodyTimeoutMs: number;
   /** Process-wide bound on buffered bytes (`MAX_BUFFERED_BYTES`; 503 beyond). */
   budget: BufferBudget;
@@ -130,7 +136,8 @@ const UPLOAD_STALLED =
  * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
  * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
  * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
- * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), streams every other body, sends
+ * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), reads a body of a declared
+ * length up to `requestBufferBytes` whole the same way (408, 503), streams every other body, sends
  * the request on the keep-alive pool, replays it once on a pooled connection that the upstream had
  * closed (idempotent methods), answers 502/504 itself while the client has received nothing and
  * aborts the client's response after that, and relays the response as it comes or through the
@@ -158,6 +165,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     forwardedHeaders,
     admissionHeaders,
     maxRewriteBody,
+    requestBufferBytes = 0,
     bodyTimeoutMs,
     budget,
     varyHeader,
@@ -375,8 +383,14 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     forward(f, upstreamTarget(pathPrefix, f.url), headers);
   };
 
-  /** Buffers and rewrites the request body (budgeted, timed), then forwards; rejects with its ShimError. */
-  const rewriteThenDispatch = async (f: Forwarding, rewrites: ExchangeHooks[]): Promise<void> => {
+  /**
+   * Reads the request body whole with `read` (budgeted, timed: `BODY_TIMEOUT_MS` from the head), then
+   * forwards it with its length; rejects with the read's ShimError (408, 413, 415, 503, 400).
+   */
+  const readThenDispatch = async (
+    f: Forwarding,
+    read: (options: BodyReadOptions) => Promise<Buffer>,
+  ): Promise<void> => {
     const { req, res, state } = f;
     const held = new Reservation(budget, requestBodyCeiling(budget));
     f.reservation = held;
@@ -389,7 +403,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
     );
     try {
-      f.body = await rewriteRequestBody(req, rewrites, maxRewriteBody, {
+      f.body = await read({
         reservation: held,
         signal: controller.signal,
         // After the checks that need no byte of the body (coding, declared length, budget).
@@ -433,9 +447,18 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       if (query !== exchange.rawQuery) url = query === '' ? exchange.path : `${exchange.path}?${query}`;
       if (rewrites !== undefined && body === 'stream') {
-        rewriteThenDispatch({ req, res, state, url, body, reservation: undefined }, rewrites).catch(next);
+        const rewritten = (o: BodyReadOptions) => rewriteRequestBody(req, rewrites, maxRewriteBody, o);
+        readThenDispatch({ req, res, state, url, body, reservation: undefined }, rewritten).catch(next);
         return;
       }
+    }
+    if (body === 'stream' && heldWhole(req.headers['content-length'], requestBufferBytes)) {
+      // A small body is read before the upstream is contacted, as nginx buffers request bodies: a client
+      // that trickles it (slowhttptest -B, R.U.D.Y.) holds no upstream connection, and gets 408 after
+      // BODY_TIMEOUT_MS (test/security/slow-body-upstream-pool.test.ts).
+      const whole = (o: BodyReadOptions) => readBoundedBody(req, requestBufferBytes, o);
+      readThenDispatch({ req, res, state, url, body, reservation: undefined }, whole).catch(next);
+      return;
     }
     continueIfExpected(req, res);
     dispatch({ req, res, state, url, body, reservation: undefined });

@@ -251,3 +251,16 @@ function timedOut(): ShimError {
     'The request body did not arrive in time (BODY_TIMEOUT_MS); send the whole body promptly.',
   );
 }
+
+/**
+ * Whether a request body is read whole before it is forwarded: a declared `Content-Length` (a chunked
+ * body has none) of at most `limit` bytes, `limit` above 0.
+ * @param contentLength The request's `Content-Length` (Node's parser has checked its syntax).
+ * @param limit `REQUEST_BUFFER_BYTES`.
+ * @example
+ * heldWhole('4096', 65536) // → true
+ * heldWhole(undefined, 65536) // → false (chunked)
+ */
+export function heldWhole(contentLength: string | undefined, limit: number): boolean {
+  return contentLength !== undefined && limit > 0 && Number(contentLength) <= limit;
+}

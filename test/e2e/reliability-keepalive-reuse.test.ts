@@ -5,7 +5,8 @@
  * The race: the upstream closes an idle pooled connection (its keep-alive timeout, a restart, a load
  * balancer's idle cut) at the moment the shim writes the next request on it. The request fails before
  * any response byte with ECONNRESET / "socket hang up", and the upstream has not processed it. For an
- * idempotent request whose body the shim still has (none, or a buffered rewrite), the shim retries
+ * idempotent request whose body the shim still has (none, a body held whole: `REQUEST_BUFFER_BYTES`,
+ * or a buffered rewrite), the shim retries
  * once on a fresh connection (RFC 9110 §9.2.2; Node's `req.reusedSocket` idiom). A non-idempotent
  * request, or one whose body was already streamed away, is not retried: 502. The buffered body of a
  * rewrite, replayed: `aliases-reliability-keepalive-reuse.test.ts`.
@@ -64,7 +65,7 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
 
   it('a streamed PUT body (not kept by the shim) is not retried: 502', async () => {
     const upstream = await oneShotUpstream();
-    const stack = await stackOn(upstream);
+    const stack = await stackOn(upstream, { REQUEST_BUFFER_BYTES: '0' });
     await send(stack.url, 'GET', '/warm', CURRENT);
     const reply = await send(
       stack.url,
@@ -74,6 +75,23 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
       'abc',
     );
     expect(reply.status).toBe(502);
+  });
+
+  it('a small PUT body, held whole (REQUEST_BUFFER_BYTES), is retried once on a new connection', async () => {
+    const upstream = await oneShotUpstream();
+    const stack = await stackOn(upstream);
+    await send(stack.url, 'GET', '/warm', CURRENT);
+    const reply = await send(
+      stack.url,
+      'PUT',
+      '/debug/sink',
+      { ...CURRENT, 'content-type': 'text/plain' },
+      'abc',
+    );
+    expect(reply.status).toBe(200);
+    const sent = requestsByConnection(upstream).filter((r) => r.target === '/debug/sink');
+    expect(sent).toHaveLength(2);
+    expect(sent.map((r) => r.body)).toEqual(['abc', 'abc']);
   });
 
   it('the retry takes a new connection, never another pooled one the upstream closed too', async () => {

@@ -39,7 +39,8 @@ describe('an upload cut short by the client FIN', () => {
       // The upstream never answers: the body never ends.
       const upstream = await startRawUpstream(() => {});
       open.push(upstream);
-      const stack = await startStack({ UPSTREAM_URL: upstream.url });
+      // Streamed (REQUEST_BUFFER_BYTES: 0): the body goes upstream as it comes.
+      const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '0' });
       open.push(stack);
       // Half-open: the client could still read whatever the shim writes after its FIN.
       const client = openRaw(stack.url, { allowHalfOpen: true });
@@ -63,6 +64,26 @@ describe('an upload cut short by the client FIN', () => {
       else expect(upstream.received[0]?.split('\r\n\r\n')[1]).toBe('x'.repeat(40));
     });
   }
+
+  it('(a small body, held whole) is an aborted exchange, and nothing reaches the upstream', async () => {
+    const upstream = await startRawUpstream(() => {});
+    open.push(upstream);
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
+    open.push(stack);
+    const client = openRaw(stack.url, { allowHalfOpen: true });
+    client.socket.write(`${HEAD}Content-Length: 100\r\n\r\n${'x'.repeat(40)}`);
+    client.socket.end();
+    await client.closed;
+    await waitFor(() => stack.logs().some((l) => l.msg === 'request completed'), {
+      what: 'the request line',
+    });
+    expect(client.text()).toBe('');
+    expect(await malformedCount(stack)).toBe(0);
+    expect(stack.logs().filter((l) => l.msg === 'request refused by the HTTP server')).toEqual([]);
+    const line = stack.logs().find((l) => l.msg === 'request completed');
+    expect(line).toMatchObject({ aborted: true, req: { method: 'POST', path: '/uploads' } });
+    expect(upstream.connections()).toBe(0);
+  });
 
   it('a head cut short by a FIN is still a malformed request', async () => {
     const upstream = await startRawUpstream(() => {});

@@ -321,7 +321,12 @@ describe.concurrent('slow read', () => {
 describe.concurrent('a streamed upload the client stops sending', () => {
   it('is answered 408 and not counted as an upstream failure', async ({ expect }) => {
     const upstream = await silentUpstream();
-    const stack = await startStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS) });
+    // Streamed, not held whole (REQUEST_BUFFER_BYTES: 0; a held body has BODY_TIMEOUT_MS instead).
+    const stack = await startStack({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+      REQUEST_BUFFER_BYTES: '0',
+    });
     stacks.push(stack);
     const { response } = await connection(stack, (s) =>
       s.write(

@@ -45,8 +45,9 @@ const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
 
 /**
  * The core's variables of SPEC §2's table (plugins declare the rest), `FORWARDED_HEADERS`: the
- * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers"), and
- * `CORS_ALLOWED_ORIGINS`: the browser clients SPEC §7's shim-made responses leave open.
+ * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers"),
+ * `CORS_ALLOWED_ORIGINS`: the browser clients SPEC §7's shim-made responses leave open, and
+ * `REQUEST_BUFFER_BYTES`: small bodies held whole, as nginx buffers them (slow clients).
  */
 const SPEC_VARIABLES = [
   'PORT',
@@ -62,6 +63,7 @@ const SPEC_VARIABLES = [
   'CORS_ALLOWED_ORIGINS',
   'API_KEY_HEADER',
   'MAX_REWRITE_BODY',
+  'REQUEST_BUFFER_BYTES',
   'MAX_BUFFERED_BYTES',
   'BODY_TIMEOUT_MS',
   'UPSTREAM_CA_FILE',
@@ -106,6 +108,7 @@ describe('loadConfig defaults', () => {
     ['MAX_REWRITE_BODY', (c) => c.maxRewriteBody, 1024 * 1024],
     ['MAX_BUFFERED_BYTES', (c) => c.maxBufferedBytes, 64 * 1024 * 1024],
     ['BODY_TIMEOUT_MS', (c) => c.bodyTimeoutMs, 30_000],
+    ['REQUEST_BUFFER_BYTES', (c) => c.requestBufferBytes, 64 * 1024],
     ['UPSTREAM_CA_FILE', (c) => c.upstreamCa, undefined],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
     ['UPSTREAM_IDLE_TIMEOUT_MS', (c) => c.upstreamIdleTimeoutMs, 4_000],
@@ -162,6 +165,7 @@ describe('loadConfig with values', () => {
       MAX_REWRITE_BODY: '512kb',
       MAX_BUFFERED_BYTES: '2mb',
       BODY_TIMEOUT_MS: '5000',
+      REQUEST_BUFFER_BYTES: '0',
       UPSTREAM_TIMEOUT_MS: '1500',
       UPSTREAM_IDLE_TIMEOUT_MS: '2000',
       FORWARDED_HEADERS: 'replace',
@@ -180,6 +184,7 @@ describe('loadConfig with values', () => {
     expect(c.apiKeyHeader).toBe('x-api-key');
     expect(c.maxRewriteBody).toBe(512 * 1024);
     expect(c.maxBufferedBytes).toBe(2 * 1024 * 1024);
+    expect(c.requestBufferBytes).toBe(0);
     expect(c.bodyTimeoutMs).toBe(5000);
     expect(c.upstreamTimeoutMs).toBe(1500);
     expect(c.upstreamIdleTimeoutMs).toBe(2000);
@@ -244,6 +249,13 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['MAX_BUFFERED_BYTES', { MAX_BUFFERED_BYTES: '2mb' }],
     ['MAX_BUFFERED_BYTES', { MAX_BUFFERED_BYTES: '64mb', MAX_REWRITE_BODY: '25mb' }],
     ['BODY_TIMEOUT_MS', { BODY_TIMEOUT_MS: '0' }],
+    ['REQUEST_BUFFER_BYTES', { REQUEST_BUFFER_BYTES: 'small' }],
+    ['REQUEST_BUFFER_BYTES', { REQUEST_BUFFER_BYTES: '-1' }],
+    // Above the three quarters of the budget that request bodies may hold.
+    [
+      'REQUEST_BUFFER_BYTES',
+      { REQUEST_BUFFER_BYTES: '4mb', MAX_BUFFERED_BYTES: '4mb', MAX_REWRITE_BODY: '1kb' },
+    ],
     ['UPSTREAM_CA_FILE', { UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '0' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '10s' }],

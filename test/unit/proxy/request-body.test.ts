@@ -11,6 +11,7 @@ import { ShimError } from '../../../src/proxy/errors.ts';
 import {
   ClientAbortedError,
   hasLargeUnreadBody,
+  heldWhole,
   readBoundedBody,
   rewriteRequestBody,
 } from '../../../src/proxy/request-body.ts';
@@ -361,5 +362,17 @@ describe('hasLargeUnreadBody', () => {
     ['a chunked body already read', { 'transfer-encoding': 'chunked' }, true, false],
   ])('%s → %s', (_name, headers, ended, expected) => {
     expect(hasLargeUnreadBody(req(headers, ended))).toBe(expected);
+  });
+});
+
+describe('heldWhole (REQUEST_BUFFER_BYTES: a small body read whole before it is forwarded)', () => {
+  it.each<[string | undefined, number, boolean]>([
+    ['4096', 65536, true],
+    ['65536', 65536, true],
+    ['65537', 65536, false],
+    [undefined, 65536, false], // chunked: no declared length
+    ['10', 0, false], // 0: every body streams
+  ])('Content-Length %j, limit %d → %s', (contentLength, limit, expected) => {
+    expect(heldWhole(contentLength, limit)).toBe(expected);
   });
 });

@@ -1,0 +1,155 @@
+/**
+ * Attack: slow request bodies that hold the upstream's connections (slowhttptest -B, R.U.D.Y.).
+ *
+ * A client declares a small body (slowhttptest's default `Content-Length: 4096`) and sends it a few
+ * bytes at a time. The shim streamed every body not rewritten: each such request took an upstream
+ * connection at its head and held it while the body trickled, up to the server's request timeout
+ * (10 min) — on the public `/api/health` without any credential, on any other route with any non-empty
+ * API key. 1,024 of them held the whole pool (`maxSockets`), and every other client waited for a
+ * connection, then got 504; the upstream's own workers were held as long. nginx buffers request bodies
+ * before it contacts the upstream (`proxy_request_buffering on`) for this reason.
+ *
+ * Defence (src/proxy/forward.ts, `REQUEST_BUFFER_BYTES`, default 64 KiB): a body with a declared length
+ * up to that is read whole first, within `BODY_TIMEOUT_MS` (408 after) and `MAX_BUFFERED_BYTES` (reserved
+ * as its bytes arrive: a head that declares a body and sends nothing holds nothing), then forwarded
+ * with its length. A slow client holds its own connection and a few bytes, never an upstream
+ * connection. Larger and chunked bodies stream as before (slow-clients.test.ts).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { openRaw, type RawClient, send } from '../helpers/http.ts';
+import { frameRequests } from '../helpers/http1-frames.ts';
+import { waitFor } from '../helpers/poll.ts';
+import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
+
+const stacks: Stack[] = [];
+const upstreams: RawUpstream[] = [];
+const clients: RawClient[] = [];
+const drips: NodeJS.Timeout[] = [];
+afterEach(async () => {
+  for (const d of drips.splice(0)) clearInterval(d);
+  for (const c of clients.splice(0)) c.socket.destroy();
+  for (const s of stacks.splice(0)) await s.close();
+  for (const u of upstreams.splice(0)) await u.close();
+});
+
+/** An upstream that answers every complete request with its method, target and body, keep-alive. */
+async function echoUpstream(): Promise<RawUpstream> {
+  const answered = new WeakMap<object, number>();
+  const upstream = await startRawUpstream((socket, received) => {
+    const { requests } = frameRequests(received);
+    for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
+      const r = requests[i]!;
+      const body = JSON.stringify({ method: r.method, target: r.target, body: r.body });
+      socket.write(
+        `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+    }
+    answered.set(socket, requests.length);
+  });
+  upstreams.push(upstream);
+  return upstream;
+}
+
+/** Opens `count` slowhttptest -B style clients: a POST declaring 4,096 bytes, then a byte every 50 ms. */
+function slowBodies(stack: Stack, count: number, path = '/api/health'): RawClient[] {
+  const opened: RawClient[] = [];
+  for (let i = 0; i < count; i++) {
+    const client = openRaw(stack.url);
+    client.socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
+        'Content-Length: 4096\r\n\r\nfoo=',
+    );
+    drips.push(
+      setInterval(() => {
+        if (!client.socket.destroyed) client.socket.write('a');
+      }, 50),
+    );
+    opened.push(client);
+  }
+  clients.push(...opened);
+  return opened;
+}
+
+/** `shim_buffered_bytes`: what the shim holds for request bodies and patches now. */
+async function bufferedBytes(stack: Stack): Promise<number> {
+  const text = await stack.metrics.registry.getSingleMetricAsString('shim_buffered_bytes');
+  return Number(/^shim_buffered_bytes (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
+async function bodyTimeouts(stack: Stack): Promise<number> {
+  const { values } = await stack.metrics.rejections.get();
+  return values.find((v) => v.labels.reason === 'body_timeout')?.value ?? 0;
+}
+
+describe('slow request bodies (slowhttptest -B)', () => {
+  it('hold no upstream connection; a well-behaved client is served; each gets 408 after BODY_TIMEOUT_MS', async () => {
+    const upstream = await echoUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, BODY_TIMEOUT_MS: '1500' });
+    stacks.push(stack);
+    const slow = slowBodies(stack, 40);
+    // The shim holds what the slow bodies sent so far (reserved as their bytes arrive).
+    await waitFor(async () => (await bufferedBytes(stack)) >= 40 * 4, { what: 'the slow bodies held' });
+    const served = await send(stack.url, 'GET', '/api/health');
+    expect(served.status).toBe(200);
+    // The one connection of the well-behaved request: streamed, the slow bodies would hold 40 more.
+    expect(upstream.connections()).toBe(1);
+
+    await Promise.all(slow.map((c) => c.closed));
+    for (const client of slow) {
+      expect(client.text()).toMatch(/^HTTP\/1\.1 408 /);
+      expect(JSON.parse(client.text().split('\r\n\r\n')[1]!)).toMatchObject({ statusCode: 408 });
+    }
+    expect(await bodyTimeouts(stack)).toBe(40);
+    // The upstream saw the well-behaved request alone.
+    expect(upstream.received.flatMap((r) => frameRequests(r).requests.map((q) => q.target))).toEqual([
+      '/api/health',
+    ]);
+  });
+
+  it('with REQUEST_BUFFER_BYTES=0 (every body streamed, as before), each holds an upstream connection', async () => {
+    const upstream = await echoUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '0' });
+    stacks.push(stack);
+    slowBodies(stack, 10);
+    await waitFor(() => upstream.connections() === 10, { what: 'ten upstream connections held' });
+  });
+
+  it('a small body sent in pieces reaches the upstream whole, with its length', async () => {
+    const upstream = await echoUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
+    stacks.push(stack);
+    const client = openRaw(stack.url);
+    clients.push(client);
+    client.socket.write(
+      'POST /missions HTTP/1.1\r\nHost: shim.test\r\nx-api-key: k\r\nService-Client-Version: 1.0.0\r\n' +
+        'Content-Type: text/plain\r\nContent-Length: 10\r\nConnection: close\r\n\r\n01234',
+    );
+    // The first piece is held (reserved as it arrived), and nothing went upstream.
+    await waitFor(async () => (await bufferedBytes(stack)) >= 5, { what: 'the first piece held' });
+    expect(upstream.connections()).toBe(0);
+    client.socket.write('56789');
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
+    const [request] = frameRequests(upstream.received[0] ?? '').requests;
+    expect(request?.body).toBe('0123456789');
+    expect(request?.headers).toContainEqual(['content-length', '10']);
+    expect(request?.headers.some(([name]) => name === 'transfer-encoding')).toBe(false);
+  });
+
+  it('a body above REQUEST_BUFFER_BYTES streams as before', async () => {
+    const upstream = await echoUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '1kb' });
+    stacks.push(stack);
+    const client = openRaw(stack.url);
+    clients.push(client);
+    client.socket.write(
+      `POST /missions HTTP/1.1\r\nHost: shim.test\r\n${Object.entries(CURRENT)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}Content-Length: 2048\r\n\r\n${'x'.repeat(100)}`,
+    );
+    await waitFor(() => upstream.received[0]?.includes('x'.repeat(100)), {
+      what: 'the first bytes upstream',
+    });
+  });
+});
