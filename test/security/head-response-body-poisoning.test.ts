@@ -19,11 +19,11 @@
  * The upstream is a raw TCP server that writes a HEAD's body when the next request arrives on the same
  * connection (the order gunicorn's late write produces), so the test needs no Python and no race.
  */
-import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
 import { frameRequests } from '../helpers/http1-frames.ts';
-import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { FORGED, startLateBodyUpstream, targetEcho } from '../helpers/late-body-upstream.ts';
+import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
 
 const stacks: Stack[] = [];
@@ -33,42 +33,16 @@ afterEach(async () => {
   for (const u of upstreams.splice(0)) await u.close();
 });
 
-const FORGED_BODY = '{"forged":true}';
-/** The stored file: a complete HTTP response of the attacker's. */
-const FILE = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${FORGED_BODY.length}\r\n\r\n${FORGED_BODY}`;
-
-const json = (target: string) => {
-  const body = JSON.stringify({ target });
-  return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-};
-
 /**
- * An upstream that answers every request by its target (`/files/…`: the stored file), keep-alive, and
- * writes a HEAD's body late: just before its answer to the next request on the same connection.
+ * An upstream that answers every request by its target (`/files/…`: the stored file `FORGED`),
+ * keep-alive, and writes a HEAD's body late: just before its answer to the next request on the same
+ * connection.
  */
 async function lateHeadBodyUpstream() {
-  const answered = new WeakMap<net.Socket, number>();
-  const owed = new WeakMap<net.Socket, string>();
-  const upstream = await startRawUpstream((socket, received) => {
-    const { requests } = frameRequests(received);
-    for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
-      const request = requests[i];
-      if (request === undefined) continue;
-      const late = owed.get(socket);
-      if (late !== undefined) {
-        socket.write(late);
-        owed.delete(socket);
-      }
-      if (request.target.startsWith('/files/')) {
-        socket.write(
-          `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${FILE.length}\r\n\r\n${request.method === 'HEAD' ? '' : FILE}`,
-        );
-        if (request.method === 'HEAD') owed.set(socket, FILE);
-      } else {
-        socket.write(json(request.target));
-      }
-    }
-    answered.set(socket, requests.length);
+  const upstream = await startLateBodyUpstream((request) => {
+    if (!request.target.startsWith('/files/')) return { now: targetEcho(request.target) };
+    const head = `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${FORGED.length}\r\n\r\n`;
+    return request.method === 'HEAD' ? { now: head, late: FORGED } : { now: head + FORGED };
   });
   upstreams.push(upstream);
   return upstream;
@@ -82,7 +56,7 @@ describe('an upstream that sends a body after its response to HEAD', () => {
 
     const head = await send(stack.url, 'HEAD', '/files/a.txt', CURRENT);
     expect(head.status).toBe(200);
-    expect(head.headers['content-length']).toBe(String(FILE.length));
+    expect(head.headers['content-length']).toBe(String(FORGED.length));
     for (let i = 0; i < 3; i++) {
       const reply = await send(stack.url, 'GET', `/mine${i}`, CURRENT);
       expect(reply.status).toBe(200);
@@ -103,7 +77,7 @@ describe('an upstream that sends a body after its response to HEAD', () => {
     const stack = await startStack({ UPSTREAM_URL: upstream.url });
     stacks.push(stack);
     const file = await send(stack.url, 'GET', '/files/a.txt', CURRENT);
-    expect(file.text).toBe(FILE);
+    expect(file.text).toBe(FORGED);
     expect((await send(stack.url, 'GET', '/next', CURRENT)).json()).toEqual({ target: '/next' });
     expect(upstream.connections()).toBe(1);
   });

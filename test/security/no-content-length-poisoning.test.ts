@@ -18,11 +18,11 @@
  * The upstream is a raw TCP server that writes the 204's body when the next request arrives on the same
  * connection (the order a late write produces), so the test needs no Python and no race.
  */
-import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send, sendRawUntilClose } from '../helpers/http.ts';
 import { frameRequests } from '../helpers/http1-frames.ts';
-import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
+import { FORGED, startLateBodyUpstream, targetEcho } from '../helpers/late-body-upstream.ts';
+import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
 const stacks: Stack[] = [];
@@ -32,42 +32,20 @@ afterEach(async () => {
   for (const u of upstreams.splice(0)) await u.close();
 });
 
-const FORGED_BODY = '{"forged":true}';
-/** What the upstream writes as the 204's "body": a complete HTTP response of the attacker's. */
-const FORGED = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${FORGED_BODY.length}\r\n\r\n${FORGED_BODY}`;
-
-const json = (target: string) => {
-  const body = JSON.stringify({ target });
-  return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
-};
-
 /**
- * An upstream that answers a DELETE with a 204 carrying `lengthField` and writes `FORGED` late (just
- * before its answer to the next request on the same connection) when the field announces it; every
- * other request with its own target as JSON, keep-alive.
+ * An upstream that answers a DELETE with a 204 carrying `lengthField` and owes `FORGED` when the field
+ * announces a body; every other request its own target as JSON, keep-alive.
  */
 async function lateNoContentBodyUpstream(lengthField: string) {
-  const answered = new WeakMap<net.Socket, number>();
-  const owed = new WeakMap<net.Socket, string>();
-  const upstream = await startRawUpstream((socket, received) => {
-    const { requests } = frameRequests(received);
-    for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
-      const request = requests[i];
-      if (request === undefined) continue;
-      const late = owed.get(socket);
-      if (late !== undefined) {
-        socket.write(late);
-        owed.delete(socket);
-      }
-      if (request.method === 'DELETE') {
-        socket.write(`HTTP/1.1 204 No Content\r\n${lengthField}X-Trace: t\r\n\r\n`);
-        if (lengthField !== '' && !lengthField.includes(': 0')) owed.set(socket, FORGED);
-      } else {
-        socket.write(json(request.target));
-      }
-    }
-    answered.set(socket, requests.length);
-  });
+  const announces = lengthField !== '' && !lengthField.includes(': 0');
+  const upstream = await startLateBodyUpstream((request) =>
+    request.method === 'DELETE'
+      ? {
+          now: `HTTP/1.1 204 No Content\r\n${lengthField}X-Trace: t\r\n\r\n`,
+          ...(announces && { late: FORGED }),
+        }
+      : { now: targetEcho(request.target) },
+  );
   upstreams.push(upstream);
   return upstream;
 }
