@@ -257,6 +257,7 @@ function timedOut(): ShimError {
  * body has none) of at most `limit` bytes, `limit` above 0.
  * @param contentLength The request's `Content-Length` (Node's parser has checked its syntax).
  * @param limit `REQUEST_BUFFER_BYTES`.
+ * @returns `true` when the body is read whole (forward.ts) rather than streamed.
  * @example
  * heldWhole('4096', 65536) // → true
  * heldWhole(undefined, 65536) // → false (chunked)
