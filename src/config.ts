@@ -59,9 +59,15 @@ export interface Config {
   maxRewriteBody: number;
   /** Process-wide bound on bytes held for rewrites and patches (`MAX_BUFFERED_BYTES`, default 64 MiB). */
   maxBufferedBytes: number;
-  /** A request body held for a rewrite (or held whole) must arrive within this many ms of the head (`BODY_TIMEOUT_MS`). */
+  /**
+   * A request body held for a rewrite (or held whole) must arrive within this many ms of the head
+   * (`BODY_TIMEOUT_MS`).
+   */
   bodyTimeoutMs: number;
-  /** Request bodies with a declared length up to this are read whole before forwarding (`REQUEST_BUFFER_BYTES`; 0: none). */
+  /**
+   * Request bodies with a declared length up to this many bytes are read whole before forwarding
+   * (`REQUEST_BUFFER_BYTES`; 0: none).
+   */
   requestBufferBytes: number;
   /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`, read at start). */
   upstreamCa: string | undefined;
@@ -213,14 +219,19 @@ export const parsers = {
             .max(max, `must be at most ${max}`),
         ),
     ),
-  /** A byte size, see {@link parseByteSize}. */
-  byteSize: (fallback: string) =>
+  /**
+   * A byte size, see {@link parseByteSize}; with `zeroMeans` (e.g. `to stream every body`), `0` too,
+   * read as 0.
+   */
+  byteSize: (fallback: string, zeroMeans?: string) =>
     parsers.str(fallback).transform((v, ctx) => {
+      if (zeroMeans !== undefined && v.trim() === '0') return 0;
       const n = parseByteSize(v);
       if (n === undefined) {
+        const zero = zeroMeans === undefined ? '' : `, or 0 ${zeroMeans}`;
         ctx.addIssue({
           code: 'custom',
-          message: `must be a size such as 1mb, 512kb or 1048576 (got "${v}")`,
+          message: `must be a size such as 1mb, 512kb or 1048576${zero} (got "${v}")`,
         });
         return z.NEVER;
       }
@@ -468,18 +479,7 @@ export const CORE_VARIABLES = {
       "Largest request body the shim buffers for a plugin's rewrite; larger → 413. Sizes: a number of bytes or `b`, `kb`, `mb`, `gb` (powers of 1024).",
   },
   REQUEST_BUFFER_BYTES: {
-    schema: parsers.str('64kb').transform((v, ctx) => {
-      if (v.trim() === '0') return 0;
-      const n = parseByteSize(v);
-      if (n === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be a size such as 64kb or 65536, or 0 to stream every body (got "${v}")`,
-        });
-        return z.NEVER;
-      }
-      return n;
-    }),
+    schema: parsers.byteSize('64kb', 'to stream every body'),
     default: '64kb',
     meaning:
       'A request body with a declared `Content-Length` up to this size is read whole before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.) holds no upstream connection, the upstream gets the body at once with its length, and an idempotent request can be sent again on a connection the upstream had closed. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408). Larger and chunked bodies stream. `0` streams every body. Sizes as `MAX_REWRITE_BODY`.',

@@ -85,10 +85,10 @@ export function startAtZero<L extends string>(counter: Counter<L>, label: L, val
 
 /**
  * Registers the gauges of the process-wide buffer budget (`MAX_BUFFERED_BYTES`, issue 9 item 2):
- * `shim_buffered_bytes`, the bytes reserved now (request bodies held for a rewrite or held whole, values response
- * patches hold, output buffers kept for reuse), and `shim_buffered_bytes_limit`, the limit; both read at
- * scrape time. The headroom, before `shim_rejections_total{reason="buffer_budget"}` or
- * `shim_response_patches_skipped_total{reason="budget_exhausted"}` start counting.
+ * `shim_buffered_bytes`, the bytes reserved now (request bodies held for a rewrite or held whole,
+ * values response patches hold, output buffers kept for reuse), and `shim_buffered_bytes_limit`, the
+ * limit; both read at scrape time. The headroom, before `shim_rejections_total{reason="buffer_budget"}`
+ * or `shim_response_patches_skipped_total{reason="budget_exhausted"}` start counting.
  * @param registry The registry to register them on (once per budget).
  * @param budget The budget the shim reserves from.
  * @throws {Error} from prom-client when the registry already holds a metric of either name.

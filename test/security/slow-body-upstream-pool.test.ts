@@ -17,7 +17,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRaw, type RawClient, send } from '../helpers/http.ts';
-import { frameRequests } from '../helpers/http1-frames.ts';
+import { answerEachRequest, frameRequests } from '../helpers/http1-frames.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
@@ -33,20 +33,9 @@ afterEach(async () => {
   for (const u of upstreams.splice(0)) await u.close();
 });
 
-/** An upstream that answers every complete request with its method, target and body, keep-alive. */
-async function echoUpstream(): Promise<RawUpstream> {
-  const answered = new WeakMap<object, number>();
-  const upstream = await startRawUpstream((socket, received) => {
-    const { requests } = frameRequests(received);
-    for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
-      const r = requests[i]!;
-      const body = JSON.stringify({ method: r.method, target: r.target, body: r.body });
-      socket.write(
-        `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-      );
-    }
-    answered.set(socket, requests.length);
-  });
+/** An upstream that answers every complete request (answerEachRequest), keep-alive. */
+async function answeringUpstream(): Promise<RawUpstream> {
+  const upstream = await startRawUpstream(answerEachRequest());
   upstreams.push(upstream);
   return upstream;
 }
@@ -84,7 +73,7 @@ async function bodyTimeouts(stack: Stack): Promise<number> {
 
 describe('slow request bodies (slowhttptest -B)', () => {
   it('hold no upstream connection; a well-behaved client is served; each gets 408 after BODY_TIMEOUT_MS', async () => {
-    const upstream = await echoUpstream();
+    const upstream = await answeringUpstream();
     const stack = await startStack({ UPSTREAM_URL: upstream.url, BODY_TIMEOUT_MS: '1500' });
     stacks.push(stack);
     const slow = slowBodies(stack, 40);
@@ -108,7 +97,7 @@ describe('slow request bodies (slowhttptest -B)', () => {
   });
 
   it('with REQUEST_BUFFER_BYTES=0 (every body streamed, as before), each holds an upstream connection', async () => {
-    const upstream = await echoUpstream();
+    const upstream = await answeringUpstream();
     const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '0' });
     stacks.push(stack);
     slowBodies(stack, 10);
@@ -116,7 +105,7 @@ describe('slow request bodies (slowhttptest -B)', () => {
   });
 
   it('a small body sent in pieces reaches the upstream whole, with its length', async () => {
-    const upstream = await echoUpstream();
+    const upstream = await answeringUpstream();
     const stack = await startStack({ UPSTREAM_URL: upstream.url });
     stacks.push(stack);
     const client = openRaw(stack.url);
@@ -138,7 +127,7 @@ describe('slow request bodies (slowhttptest -B)', () => {
   });
 
   it('a body above REQUEST_BUFFER_BYTES streams as before', async () => {
-    const upstream = await echoUpstream();
+    const upstream = await answeringUpstream();
     const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '1kb' });
     stacks.push(stack);
     const client = openRaw(stack.url);

@@ -12,10 +12,9 @@
  * (src/proxy/upstream-error.ts `relayableTransferCoding`), counted as an invalid upstream response,
  * its connection never reused.
  */
-import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
-import { frameRequests } from '../helpers/http1-frames.ts';
+import { answerEachRequest } from '../helpers/http1-frames.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
@@ -26,16 +25,13 @@ afterEach(async () => {
   for (const u of upstreams.splice(0)) await u.close();
 });
 
-/** An upstream that answers each complete request with `reply(method)`, then closes when told to. */
+/** An upstream that answers each complete request with `reply(method)`, closing after it when told to. */
 async function scriptedUpstream(reply: (method: string) => string, closeAfter: boolean) {
-  const answered = new WeakMap<net.Socket, number>();
+  const answer = answerEachRequest((request) => reply(request.method));
   const upstream = await startRawUpstream((socket, received) => {
-    const { requests } = frameRequests(received);
-    for (let i = answered.get(socket) ?? 0; i < requests.length; i++) {
-      socket.write(reply(requests[i]!.method));
-      if (closeAfter) socket.end();
-    }
-    answered.set(socket, requests.length);
+    const written = socket.bytesWritten;
+    answer(socket, received);
+    if (closeAfter && socket.bytesWritten > written) socket.end();
   });
   upstreams.push(upstream);
   return upstream;
