@@ -1,10 +1,12 @@
 /**
  * The client-version gate (service document part 9; SPEC §3 step 4).
  */
+import type { IncomingMessage } from 'node:http';
 import { lt, parse, type SemVer } from 'semver';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
 import { forwardedValue } from '../proxy/hop-by-hop.ts';
+import { headerCount } from '../proxy/raw-headers.ts';
 
 /** Python's PEP 440 dev release form `X.Y.Z.devN`, read as SemVer `X.Y.Z-dev.N`. */
 const PYTHON_DEV = /^(\d+\.\d+\.\d+)\.dev(\d+)$/;
@@ -82,12 +84,7 @@ export function clientVersionGate(rules: ClientVersionRules): Gate {
     if (state.unchecked) return;
     // Named by `Connection`, the header would not reach the upstream: as if it were not sent.
     const version = parseKnown(forwardedValue(req.headers, rules.header));
-    if (!version) {
-      throw new ShimError(
-        'version',
-        `Send the header ${rules.headerDisplayName} with your client's semantic version (e.g. 0.59.0).`,
-      );
-    }
+    if (!version) throw new ShimError('version', unreadableVersionMessage(req, rules));
     if (isBelow(version, rules.minimum)) {
       throw new ShimError(
         'version',
@@ -96,6 +93,27 @@ export function clientVersionGate(rules: ClientVersionRules): Gate {
     }
     state.exchange.clientVersion = version;
   };
+}
+
+/**
+ * The 426 message for a request whose client version could not be read, naming what is wrong: the
+ * header is absent (or empty, or named by `Connection`), sent more than once (Node joins the field
+ * lines with `, `, which no version parses), or not a version (`v0.59.0`, `0.59`). The value itself
+ * is not echoed.
+ * @param req The request: its raw header list is counted only on this failure path.
+ * @param rules The header, lower case and as configured.
+ * @returns One sentence for the JSON error's `message`.
+ */
+function unreadableVersionMessage(
+  req: Pick<IncomingMessage, 'headers' | 'rawHeaders'>,
+  rules: ClientVersionRules,
+): string {
+  const value = forwardedValue(req.headers, rules.header);
+  if (value === undefined || value === '')
+    return `Send the header ${rules.headerDisplayName} with your client's semantic version (e.g. 0.59.0).`;
+  if (headerCount(req.rawHeaders, rules.header) > 1)
+    return `Send exactly one ${rules.headerDisplayName} header.`;
+  return `The header ${rules.headerDisplayName} must be your client's semantic version, MAJOR.MINOR.PATCH without a prefix (e.g. 0.59.0).`;
 }
 
 /**

@@ -35,7 +35,12 @@ function admitter(
     minimum,
   });
   return (value) => {
-    const req = { url: '/', method: 'GET', headers: { 'service-client-version': value } };
+    const req = {
+      url: '/',
+      method: 'GET',
+      headers: { 'service-client-version': value },
+      rawHeaders: ['Service-Client-Version', value],
+    };
     const state = createExchangeState(req as unknown as IncomingMessage, 0);
     gate(req as unknown as IncomingMessage, state);
     return state.exchange.clientVersion;
@@ -239,7 +244,18 @@ describe('clientVersionGate', () => {
     minimum?: string,
     unchecked?: ExchangeState['unchecked'],
   ): { state: ExchangeState; error: unknown; nextCalled: boolean } {
-    const req = { url: '/missions', method: 'GET', headers } as unknown as IncomingMessage;
+    const rawHeaders = Object.entries(headers).flatMap(([name, value]) =>
+      (Array.isArray(value) ? value : [value]).flatMap((one) => [name, one]),
+    );
+    const joined = Object.fromEntries(
+      Object.entries(headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]),
+    );
+    const req = {
+      url: '/missions',
+      method: 'GET',
+      headers: joined,
+      rawHeaders,
+    } as unknown as IncomingMessage;
     const state = createExchangeState(req, 0);
     state.unchecked = unchecked;
     const res = { locals: { shim: state } } as unknown as ServerResponse;
@@ -278,6 +294,31 @@ describe('clientVersionGate', () => {
     expect(error).toBeInstanceOf(ShimError);
     expect((error as ShimError).statusCode).toBe(426);
     expect((error as ShimError).message).toMatch(/Service-Client-Version|0\.50\.0/);
+  });
+
+  it.each<[string, Record<string, string | string[]>, RegExp]>([
+    ['missing', {}, /^Send the header Service-Client-Version with/],
+    ['empty', { 'service-client-version': '' }, /^Send the header Service-Client-Version with/],
+    [
+      'named by Connection',
+      { 'service-client-version': '0.59.0', connection: 'Service-Client-Version' },
+      /^Send the header Service-Client-Version with/,
+    ],
+    [
+      'sent twice',
+      { 'service-client-version': ['0.59.0', '1.0.0'] },
+      /^Send exactly one Service-Client-Version header\.$/,
+    ],
+    [
+      'prefixed',
+      { 'service-client-version': 'v0.59.0' },
+      /must be your client's semantic version, MAJOR\.MINOR\.PATCH/,
+    ],
+    ['two parts', { 'service-client-version': '0.59' }, /must be your client's semantic version/],
+  ])('says what is wrong when the version is %s', (_name, headers, message) => {
+    const { error } = run(headers);
+    expect((error as ShimError).statusCode).toBe(426);
+    expect((error as ShimError).message).toMatch(message);
   });
 
   it('admits the minimum itself', () => {
