@@ -65,8 +65,8 @@ export interface Config {
    */
   bodyTimeoutMs: number;
   /**
-   * Request bodies with a declared length up to this many bytes are read whole before forwarding
-   * (`REQUEST_BUFFER_BYTES`; 0: none).
+   * Every request body is read up to this many bytes before the upstream is contacted
+   * (`REQUEST_BUFFER_BYTES`; 0: none): whole when it ends by then, else the rest streams after it.
    */
   requestBufferBytes: number;
   /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`, read at start). */
@@ -482,19 +482,19 @@ export const CORE_VARIABLES = {
     schema: parsers.byteSize('64kb', 'to stream every body'),
     default: '64kb',
     meaning:
-      'A request body with a declared `Content-Length` up to this size is read whole before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.) holds no upstream connection, the upstream gets the body at once with its length, and an idempotent request can be sent again on a connection the upstream had closed. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408). Larger and chunked bodies stream. `0` streams every body. Sizes as `MAX_REWRITE_BODY`.',
+      'Every request body is read up to this size before the upstream is contacted, as nginx buffers request bodies: a client that sends its body slowly (slowhttptest -B, R.U.D.Y.), whatever length it declares and chunked too, holds no upstream connection until this much has arrived. A body that ends by then goes upstream whole with its `Content-Length` (a chunked one too), and an idempotent request can be sent again on a connection the upstream had closed; a larger one goes on from there, its first bytes then the rest as it comes, with its own framing. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408: the first 64 KiB of a body must arrive at 2.2 KB/s or faster by default), released once written upstream. `0` streams every body from its first byte. Sizes as `MAX_REWRITE_BODY`.',
   },
   MAX_BUFFERED_BYTES: {
     schema: parsers.byteSize('64mb'),
     default: '64mb',
     meaning:
-      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite or read whole (`REQUEST_BUFFER_BYTES`; reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. Buffers kept only for reuse (a patch\'s spare output) are kept while its use stays within a quarter, so that clients that stop reading patched responses cannot take it either. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
+      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite or up to `REQUEST_BUFFER_BYTES` before they are forwarded (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. Buffers kept only for reuse (a patch\'s spare output) are kept while its use stays within a quarter, so that clients that stop reading patched responses cannot take it either. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
   },
   BODY_TIMEOUT_MS: {
     schema: parsers.ms(30_000),
     default: '30000',
     meaning:
-      'A request body the shim holds, for a rewrite or because it is small (`REQUEST_BUFFER_BYTES`), must have arrived within this many ms of the request head; otherwise 408 (`shim_rejections_total{reason="body_timeout"}`) and the connection closes. Bodies that are streamed are bounded by the server\'s request timeout instead ([operations](operations.md)).',
+      'A request body the shim holds, for a rewrite or up to `REQUEST_BUFFER_BYTES`, must have arrived (whole, or that much of it) within this many ms of the request head; otherwise 408 (`shim_rejections_total{reason="body_timeout"}`) and the connection closes. What is streamed after it is bounded by the server\'s request timeout and `UPSTREAM_TIMEOUT_MS` of silence instead ([operations](operations.md)).',
   },
   UPSTREAM_CA_FILE: {
     schema: parsers.optionalStr.transform((v, ctx) => {

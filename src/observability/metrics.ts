@@ -85,7 +85,7 @@ export function startAtZero<L extends string>(counter: Counter<L>, label: L, val
 
 /**
  * Registers the gauges of the process-wide buffer budget (`MAX_BUFFERED_BYTES`, issue 9 item 2):
- * `shim_buffered_bytes`, the bytes reserved now (request bodies held for a rewrite or held whole,
+ * `shim_buffered_bytes`, the bytes reserved now (request bodies held for a rewrite or up to `REQUEST_BUFFER_BYTES`,
  * values response patches hold, output buffers kept for reuse), and `shim_buffered_bytes_limit`, the
  * limit; both read at scrape time. The headroom, before `shim_rejections_total{reason="buffer_budget"}`
  * or `shim_response_patches_skipped_total{reason="budget_exhausted"}` start counting.
@@ -99,7 +99,7 @@ export function registerBufferBudgetGauges(
 ): void {
   new Gauge({
     name: 'shim_buffered_bytes',
-    help: 'Bytes reserved from MAX_BUFFERED_BYTES now: request bodies held for a rewrite or held whole (REQUEST_BUFFER_BYTES), values response patches hold, output buffers kept for reuse.',
+    help: 'Bytes reserved from MAX_BUFFERED_BYTES now: request bodies held for a rewrite or up to REQUEST_BUFFER_BYTES before they are forwarded, values response patches hold, output buffers kept for reuse.',
     registers: [registry],
     collect() {
       this.set(budget.used);

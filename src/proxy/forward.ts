@@ -30,7 +30,7 @@ import {
 } from './outgoing-request.ts';
 import { startDeadline } from './own-pause.ts';
 import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
-import { type BodyReadOptions, heldWhole, readBoundedBody, rewriteRequestBody } from './request-body.ts';
+import { type BodyReadOptions, type BodyStart, readBodyStart, rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { type ResponseHeadOptions, responseHead, revalidationKeepsVary } from './response-writer.ts';
@@ -67,12 +67,13 @@ export interface ForwarderOptions {
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /**
-   * A request body with a declared `Content-Length` up to this many bytes is read whole before the
-   * upstream is contacted (`REQUEST_BUFFER_BYTES`; 0: every body streams): a client that sends it
-   * slowly holds no upstream connection. Larger and chunked bodies stream.
+   * Every request body is read up to this many bytes before the upstream is contacted
+   * (`REQUEST_BUFFER_BYTES`; 0: every body streams from its first byte): a client that sends it slowly
+   * holds no upstream connection. A body that ends by then goes whole, with its length; the rest of a
+   * larger one streams after what was read.
    */
   requestBufferBytes?: number;
-  /** A request body held for a rewrite, or held whole, must have arrived this many ms after the head (408). */
+  /** A request body held for a rewrite, or up to `requestBufferBytes`, must have arrived this many ms after the head (408). */
   bodyTimeoutMs: number;
   /** Process-wide bound on buffered bytes (`MAX_BUFFERED_BYTES`; 503 beyond). */
   budget: BufferBudget;
@@ -136,8 +137,8 @@ const UPLOAD_STALLED =
  * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
  * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
  * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
- * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), reads a body of a declared
- * length up to `requestBufferBytes` whole the same way (408, 503), streams every other body, sends
+ * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), reads every other body up to
+ * `requestBufferBytes` the same way (408, 503) and streams the rest of a larger one after it, sends
  * the request on the keep-alive pool, replays it once on a pooled connection that the upstream had
  * closed (idempotent methods), answers 502/504 itself while the client has received nothing and
  * aborts the client's response after that, and relays the response as it comes or through the
@@ -384,12 +385,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   };
 
   /**
-   * Reads the request body whole with `read` (budgeted, timed: `BODY_TIMEOUT_MS` from the head), then
-   * forwards it with its length; rejects with the read's ShimError (408, 413, 415, 503, 400).
+   * Reads the request body with `read` (budgeted, timed: `BODY_TIMEOUT_MS` from the head), then
+   * forwards it: whole with its length, or, when `read` stopped at `REQUEST_BUFFER_BYTES`, what it read
+   * followed by the rest as it comes; rejects with the read's ShimError (408, 413, 415, 503, 400).
    */
   const readThenDispatch = async (
     f: Forwarding,
-    read: (options: BodyReadOptions) => Promise<Buffer>,
+    read: (options: BodyReadOptions) => Promise<Buffer | BodyStart>,
   ): Promise<void> => {
     const { req, res, state } = f;
     const held = new Reservation(budget, requestBodyCeiling(budget));
@@ -402,8 +404,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       () => controller.abort(),
       Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
     );
+    let bodyRead: Buffer | BodyStart;
     try {
-      f.body = await read({
+      bodyRead = await read({
         reservation: held,
         signal: controller.signal,
         // After the checks that need no byte of the body (coding, declared length, budget).
@@ -412,6 +415,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     } finally {
       timer.clear();
     }
+    if (Buffer.isBuffer(bodyRead)) f.body = bodyRead;
+    else if (bodyRead.complete) f.body = bodyRead.bytes;
+    else f.bodyStart = bodyRead.bytes;
     dispatch(f);
   };
 
@@ -452,12 +458,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         return;
       }
     }
-    if (body === 'stream' && heldWhole(req.headers['content-length'], requestBufferBytes)) {
-      // A small body is read before the upstream is contacted, as nginx buffers request bodies: a client
-      // that trickles it (slowhttptest -B, R.U.D.Y.) holds no upstream connection, and gets 408 after
-      // BODY_TIMEOUT_MS (test/security/slow-body-upstream-pool.test.ts).
-      const whole = (o: BodyReadOptions) => readBoundedBody(req, requestBufferBytes, o);
-      readThenDispatch({ req, res, state, url, body, reservation: undefined }, whole).catch(next);
+    if (body === 'stream' && requestBufferBytes > 0) {
+      // A body is read up to REQUEST_BUFFER_BYTES before the upstream is contacted, as nginx buffers
+      // request bodies: a client that trickles it (slowhttptest -B, R.U.D.Y.), whatever length it
+      // declares or chunked, holds no upstream connection, and gets 408 after BODY_TIMEOUT_MS
+      // (test/security/slow-body-upstream-pool.test.ts). A smaller body goes whole, with its length.
+      const first = (o: BodyReadOptions) => readBodyStart(req, requestBufferBytes, o);
+      readThenDispatch({ req, res, state, url, body, reservation: undefined }, first).catch(next);
       return;
     }
     continueIfExpected(req, res);

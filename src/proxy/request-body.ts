@@ -55,21 +55,68 @@ export interface BodyReadOptions {
  *   stream is left paused (the caller closes the connection).
  * @throws {ClientAbortedError} when the client disconnects or the stream fails mid-body.
  */
-export function readBoundedBody(
+export async function readBoundedBody(
   req: IncomingMessage,
   limit: number,
   options: BodyReadOptions = {},
 ): Promise<Buffer> {
+  return (await readBody(req, limit, options, 'refuse')).bytes;
+}
+
+/** What {@link readBodyStart} read: the whole body, or its first bytes with the rest still to come. */
+export interface BodyStart {
+  /** The bytes read, in order (an empty Buffer for an empty body). */
+  readonly bytes: Buffer;
+  /** `true` when `bytes` is the whole body; `false` when the rest is still unread in `req` (paused). */
+  readonly complete: boolean;
+}
+
+/**
+ * Reads a request body until it ends or `limit` bytes have arrived, whichever is first: what
+ * `REQUEST_BUFFER_BYTES` holds before the upstream is contacted (forward.ts), so that a client that
+ * trickles its body holds no upstream connection, whatever length it declares or when it sends chunks
+ * (slowhttptest -B, R.U.D.Y.). nginx reads the whole body first (`proxy_request_buffering`, to disk
+ * beyond its memory buffer); the shim holds at most this much in memory, then streams the rest.
+ * The chunk that reaches the limit is kept whole: at most `limit` plus one chunk (64 KiB) is held.
+ * @param req The request; must not have been read yet.
+ * @param limit Bytes to read before giving the body back incomplete; above 0.
+ * @param options Budget reservation (the bytes held; a declared length that could not fit the
+ *   smaller of itself and `limit` fails at once), deadline (`BODY_TIMEOUT_MS`) and `beforeRead`.
+ * @returns The whole body, or its first bytes with `complete: false` and `req` left paused, its other
+ *   listeners untouched: the caller writes the bytes upstream, then resumes `req` into the same pump.
+ * @throws {ShimError} `buffer_budget` (503), `body_timeout` (408) when `signal` aborts before the body
+ *   ended or reached `limit`. The request stream is left paused (the caller closes the connection).
+ * @throws {ClientAbortedError} when the client disconnects or the stream fails first.
+ */
+export function readBodyStart(
+  req: IncomingMessage,
+  limit: number,
+  options: BodyReadOptions = {},
+): Promise<BodyStart> {
+  return readBody(req, limit, options, 'stop');
+}
+
+/**
+ * The reader of {@link readBoundedBody} and {@link readBodyStart}: at `limit`, refuses the body (413)
+ * or stops and gives back what it read.
+ */
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  options: BodyReadOptions,
+  atLimit: 'refuse' | 'stop',
+): Promise<BodyStart> {
   const { reservation, signal } = options;
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
+  const header = req.headers['content-length'];
+  const declared = header === undefined ? undefined : Number(header);
+  if (atLimit === 'refuse' && declared !== undefined && declared > limit) {
     return Promise.reject(tooLarge(limit));
   }
   // A declared length that does not fit the room left is refused at once, before its client sends it;
   // one that fits is reserved only as its bytes arrive. Reserved whole from the head, a declared
   // length cost a client nothing to hold: 64 heads declaring 1 MiB and sending nothing held the whole
   // budget until their BODY_TIMEOUT_MS (slowhttptest -B; test/security/slow-clients.test.ts).
-  if (reservation && declared !== undefined && !reservation.fits(Number(declared))) {
+  if (reservation && declared !== undefined && !reservation.fits(Math.min(declared, limit))) {
     return Promise.reject(overBudget());
   }
   if (signal?.aborted) {
@@ -97,23 +144,30 @@ export function readBoundedBody(
       reservation?.release();
       reject(err);
     };
+    const give = (complete: boolean) => {
+      cleanup();
+      if (chunks.length === 1) return resolve({ bytes: chunks[0] as Buffer, complete });
+      const bytes = chunks.length === 0 ? Buffer.alloc(0) : Buffer.concat(chunks, size);
+      // Copied into the body: their memory goes back now (body-pump.ts).
+      for (const chunk of chunks) releaseChunk(chunk);
+      resolve({ bytes, complete });
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) return fail(tooLarge(limit));
+      if (size > limit && atLimit === 'refuse') return fail(tooLarge(limit));
       if (reservation && size > reserved) {
         if (!reservation.grow(size - reserved)) return fail(overBudget());
         reserved = size;
       }
       chunks.push(chunk);
+      // A declared length up to the limit is read to its end: whole, it goes upstream with its length.
+      if (size >= limit && atLimit === 'stop' && !(declared !== undefined && declared <= limit)) {
+        // The rest stays in the request, paused, for the caller's pump.
+        req.pause();
+        give(false);
+      }
     };
-    const onEnd = () => {
-      cleanup();
-      if (chunks.length === 1) return resolve(chunks[0] as Buffer);
-      const body = Buffer.concat(chunks, size);
-      // Copied into the body: their memory goes back now (body-pump.ts).
-      for (const chunk of chunks) releaseChunk(chunk);
-      resolve(body);
-    };
+    const onEnd = () => give(true);
     const onError = () => fail(new ClientAbortedError());
     const onClose = () => {
       if (!req.complete) onError();
@@ -250,18 +304,4 @@ function timedOut(): ShimError {
     'body_timeout',
     'The request body did not arrive in time (BODY_TIMEOUT_MS); send the whole body promptly.',
   );
-}
-
-/**
- * Whether a request body is read whole before it is forwarded: a declared `Content-Length` (a chunked
- * body has none) of at most `limit` bytes, `limit` above 0.
- * @param contentLength The request's `Content-Length` (Node's parser has checked its syntax).
- * @param limit `REQUEST_BUFFER_BYTES`.
- * @returns `true` when the body is read whole (forward.ts) rather than streamed.
- * @example
- * heldWhole('4096', 65536) // → true
- * heldWhole(undefined, 65536) // → false (chunked)
- */
-export function heldWhole(contentLength: string | undefined, limit: number): boolean {
-  return contentLength !== undefined && limit > 0 && Number(contentLength) <= limit;
 }

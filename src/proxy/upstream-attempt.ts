@@ -9,7 +9,7 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { pumpBody } from './body-pump.ts';
+import { pumpBody, releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import { resetStalledClient } from './client-reset.ts';
 import type { ExchangeState } from './exchange.ts';
@@ -48,6 +48,12 @@ export interface Forwarding {
   readonly url: string;
   /** What goes upstream as the body: nothing, the client's stream, or the rewritten bytes. */
   body: Buffer | 'stream' | undefined;
+  /**
+   * For a streamed body, its first bytes, already read from the client (`REQUEST_BUFFER_BYTES`,
+   * request-body.ts `readBodyStart`): written upstream before the rest, which waits paused in the
+   * request. Held in `reservation` until written to the upstream's socket.
+   */
+  bodyStart?: Buffer;
   /**
    * The budget held for a rewritten body: released once the upstream's head arrived and the body has
    * left the shim (written to the kernel, or its upstream request closed), or when the exchange ends
@@ -386,6 +392,7 @@ export function createUpstreamAttempt(
       if (body === undefined) upstreamReq.end();
       else if (body === 'stream') {
         pumpBody(req, upstreamReq);
+        if (f.bodyStart !== undefined) sendBodyStart(f, upstreamReq);
         upstreamReq.on('close', () => boundDiscard(req, res));
       } else upstreamReq.end(body);
     };
@@ -570,6 +577,27 @@ function keepUploadGoing(
   };
   upstreamReq.once('finish', done);
   upstreamReq.once('close', done);
+}
+
+/**
+ * Writes the first bytes of a streamed body, which the shim read before it contacted the upstream
+ * (`REQUEST_BUFFER_BYTES`), then lets the rest flow from the paused request into the pump already set
+ * up (body-pump.ts `pumpBody`): at once, or at the upstream request's `drain` when the bytes filled its
+ * buffer. Their reservation is released once they are written to the upstream's socket (or the write
+ * failed): the rest of the body is streamed, never held.
+ * @param f The exchange, with `bodyStart` and its `reservation`.
+ * @param upstreamReq The upstream request, its head not yet sent (the bytes go out with it).
+ */
+function sendBodyStart(f: Forwarding, upstreamReq: ClientRequest): void {
+  const { req, reservation } = f;
+  const start = f.bodyStart as Buffer;
+  f.bodyStart = undefined;
+  const flowing = upstreamReq.write(start, (err) => {
+    if (!err) releaseChunk(start);
+    reservation?.release();
+  });
+  if (flowing) req.resume();
+  else upstreamReq.once('drain', () => req.resume());
 }
 
 /**

@@ -90,7 +90,8 @@ describe('an upload whose upstream resets mid-response while the client is not r
       'POST /files/upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nx-api-key: k\r\n' +
         `Content-Type: application/octet-stream\r\nContent-Length: ${8 * 1024 * 1024}\r\n\r\n`,
     );
-    client.write(Buffer.alloc(1024, 0x61));
+    // REQUEST_BUFFER_BYTES (64 KiB): read before the upstream is contacted, then the upload streams.
+    client.write(Buffer.alloc(64 * 1024, 0x61));
     // The shim's upstream socket paused: the client's response is full.
     const pooled = () => Object.values(stack.shim.forwarder.agent.sockets).flat() as net.Socket[];
     await waitFor(() => pooled()[0]?.isPaused() === true, {

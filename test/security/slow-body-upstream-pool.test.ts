@@ -1,19 +1,22 @@
 /**
  * Attack: slow request bodies that hold the upstream's connections (slowhttptest -B, R.U.D.Y.).
  *
- * A client declares a small body (slowhttptest's default `Content-Length: 4096`) and sends it a few
- * bytes at a time. The shim streamed every body not rewritten: each such request took an upstream
- * connection at its head and held it while the body trickled, up to the server's request timeout
- * (10 min) — on the public `/api/health` without any credential, on any other route with any non-empty
- * API key. 1,024 of them held the whole pool (`maxSockets`), and every other client waited for a
- * connection, then got 504; the upstream's own workers were held as long. nginx buffers request bodies
- * before it contacts the upstream (`proxy_request_buffering on`) for this reason.
+ * A client declares a body (slowhttptest's default `Content-Length: 4096`, R.U.D.Y.'s a large one, or
+ * none with `Transfer-Encoding: chunked`) and sends it a few bytes at a time. The shim streamed every
+ * body not rewritten: each such request took an upstream connection at its head and held it while the
+ * body trickled, up to the server's request timeout (10 min) — on the public `/api/health` without any
+ * credential, on any other route with any non-empty API key. 1,024 of them held the whole pool
+ * (`maxSockets`), and every other client waited for a connection, then got 504; the upstream's own
+ * workers were held as long. nginx buffers request bodies before it contacts the upstream
+ * (`proxy_request_buffering on`) for this reason.
  *
- * Defence (src/proxy/forward.ts, `REQUEST_BUFFER_BYTES`, default 64 KiB): a body with a declared length
- * up to that is read whole first, within `BODY_TIMEOUT_MS` (408 after) and `MAX_BUFFERED_BYTES` (reserved
- * as its bytes arrive: a head that declares a body and sends nothing holds nothing), then forwarded
- * with its length. A slow client holds its own connection and a few bytes, never an upstream
- * connection. Larger and chunked bodies stream as before (slow-clients.test.ts).
+ * Defence (src/proxy/forward.ts, `REQUEST_BUFFER_BYTES`, default 64 KiB): every body is read up to that
+ * many bytes before the upstream is contacted, within `BODY_TIMEOUT_MS` (408 after) and
+ * `MAX_BUFFERED_BYTES` (reserved as its bytes arrive: a head that declares a body and sends nothing
+ * holds nothing). A body that ends by then is forwarded whole with its length; a larger one is
+ * forwarded from there, its first bytes then the rest as it comes, with its own framing. A slow client
+ * holds its own connection and at most that many bytes, never an upstream connection, until it has
+ * sent them (fix 119 for declared lengths up to the limit; fix 120 for larger and chunked bodies).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRaw, type RawClient, send } from '../helpers/http.ts';
@@ -40,18 +43,31 @@ async function answeringUpstream(): Promise<RawUpstream> {
   return upstream;
 }
 
-/** Opens `count` slowhttptest -B style clients: a POST declaring 4,096 bytes, then a byte every 50 ms. */
-function slowBodies(stack: Stack, count: number, path = '/api/health'): RawClient[] {
+/** How a slow client frames its body: slowhttptest -B's default, R.U.D.Y.'s large length, or chunked. */
+type SlowFraming = 'content-length: 4096' | 'content-length: 10000000' | 'chunked';
+
+/**
+ * Opens `count` slow-body clients: a POST whose body starts `foo=` and goes on a byte every 50 ms (a
+ * one-byte chunk when chunked), as slowhttptest -B (its default `Content-Length: 4096`) and R.U.D.Y.
+ * (a large declared length) send theirs.
+ */
+function slowBodies(
+  stack: Stack,
+  count: number,
+  path = '/api/health',
+  framing: SlowFraming = 'content-length: 4096',
+): RawClient[] {
   const opened: RawClient[] = [];
+  const chunked = framing === 'chunked';
   for (let i = 0; i < count; i++) {
     const client = openRaw(stack.url);
     client.socket.write(
       `POST ${path} HTTP/1.1\r\nHost: shim.test\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
-        'Content-Length: 4096\r\n\r\nfoo=',
+        (chunked ? 'Transfer-Encoding: chunked\r\n\r\n4\r\nfoo=\r\n' : `${framing}\r\n\r\nfoo=`),
     );
     drips.push(
       setInterval(() => {
-        if (!client.socket.destroyed) client.socket.write('a');
+        if (!client.socket.destroyed) client.socket.write(chunked ? '1\r\na\r\n' : 'a');
       }, 50),
     );
     opened.push(client);
@@ -71,30 +87,33 @@ async function bodyTimeouts(stack: Stack): Promise<number> {
   return values.find((v) => v.labels.reason === 'body_timeout')?.value ?? 0;
 }
 
-describe('slow request bodies (slowhttptest -B)', () => {
-  it('hold no upstream connection; a well-behaved client is served; each gets 408 after BODY_TIMEOUT_MS', async () => {
-    const upstream = await answeringUpstream();
-    const stack = await startStack({ UPSTREAM_URL: upstream.url, BODY_TIMEOUT_MS: '1500' });
-    stacks.push(stack);
-    const slow = slowBodies(stack, 40);
-    // The shim holds what the slow bodies sent so far (reserved as their bytes arrive).
-    await waitFor(async () => (await bufferedBytes(stack)) >= 40 * 4, { what: 'the slow bodies held' });
-    const served = await send(stack.url, 'GET', '/api/health');
-    expect(served.status).toBe(200);
-    // The one connection of the well-behaved request: streamed, the slow bodies would hold 40 more.
-    expect(upstream.connections()).toBe(1);
+describe('slow request bodies (slowhttptest -B, R.U.D.Y.)', () => {
+  it.each<SlowFraming>(['content-length: 4096', 'content-length: 10000000', 'chunked'])(
+    'with %s: hold no upstream connection; a well-behaved client is served; each gets 408 after BODY_TIMEOUT_MS',
+    async (framing) => {
+      const upstream = await answeringUpstream();
+      const stack = await startStack({ UPSTREAM_URL: upstream.url, BODY_TIMEOUT_MS: '1500' });
+      stacks.push(stack);
+      const slow = slowBodies(stack, 40, '/api/health', framing);
+      // The shim holds what the slow bodies sent so far (reserved as their bytes arrive).
+      await waitFor(async () => (await bufferedBytes(stack)) >= 40 * 4, { what: 'the slow bodies held' });
+      const served = await send(stack.url, 'GET', '/api/health');
+      expect(served.status).toBe(200);
+      // The one connection of the well-behaved request: streamed, the slow bodies would hold 40 more.
+      expect(upstream.connections()).toBe(1);
 
-    await Promise.all(slow.map((c) => c.closed));
-    for (const client of slow) {
-      expect(client.text()).toMatch(/^HTTP\/1\.1 408 /);
-      expect(JSON.parse(client.text().split('\r\n\r\n')[1]!)).toMatchObject({ statusCode: 408 });
-    }
-    expect(await bodyTimeouts(stack)).toBe(40);
-    // The upstream saw the well-behaved request alone.
-    expect(upstream.received.flatMap((r) => frameRequests(r).requests.map((q) => q.target))).toEqual([
-      '/api/health',
-    ]);
-  });
+      await Promise.all(slow.map((c) => c.closed));
+      for (const client of slow) {
+        expect(client.text()).toMatch(/^HTTP\/1\.1 408 /);
+        expect(JSON.parse(client.text().split('\r\n\r\n')[1]!)).toMatchObject({ statusCode: 408 });
+      }
+      expect(await bodyTimeouts(stack)).toBe(40);
+      // The upstream saw the well-behaved request alone.
+      expect(upstream.received.flatMap((r) => frameRequests(r).requests.map((q) => q.target))).toEqual([
+        '/api/health',
+      ]);
+    },
+  );
 
   it('with REQUEST_BUFFER_BYTES=0 (every body streamed, as before), each holds an upstream connection', async () => {
     const upstream = await answeringUpstream();
@@ -126,19 +145,61 @@ describe('slow request bodies (slowhttptest -B)', () => {
     expect(request?.headers.some(([name]) => name === 'transfer-encoding')).toBe(false);
   });
 
-  it('a body above REQUEST_BUFFER_BYTES streams as before', async () => {
+  it('a small chunked body reaches the upstream whole, with its length', async () => {
     const upstream = await answeringUpstream();
-    const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '1kb' });
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
     stacks.push(stack);
     const client = openRaw(stack.url);
     clients.push(client);
     client.socket.write(
-      `POST /missions HTTP/1.1\r\nHost: shim.test\r\n${Object.entries(CURRENT)
-        .map(([k, v]) => `${k}: ${v}\r\n`)
-        .join('')}Content-Length: 2048\r\n\r\n${'x'.repeat(100)}`,
+      'POST /missions HTTP/1.1\r\nHost: shim.test\r\nx-api-key: k\r\nService-Client-Version: 1.0.0\r\n' +
+        'Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\n01234\r\n',
     );
-    await waitFor(() => upstream.received[0]?.includes('x'.repeat(100)), {
-      what: 'the first bytes upstream',
-    });
+    await waitFor(async () => (await bufferedBytes(stack)) >= 5, { what: 'the first chunk held' });
+    expect(upstream.connections()).toBe(0);
+    client.socket.write('5\r\n56789\r\n0\r\n\r\n');
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
+    const [request] = frameRequests(upstream.received[0] ?? '').requests;
+    expect(request?.body).toBe('0123456789');
+    expect(request?.headers).toContainEqual(['content-length', '10']);
+    expect(request?.headers.some(([name]) => name === 'transfer-encoding')).toBe(false);
   });
+
+  it.each<[string, string, (body: string) => string]>([
+    ['its declared length', 'Content-Length: 2048', (body) => body],
+    ['chunked', 'Transfer-Encoding: chunked', (body) => `${body.length.toString(16)}\r\n${body}\r\n`],
+  ])(
+    'a body above REQUEST_BUFFER_BYTES: its first bytes held, then all of it streamed with %s',
+    async (_name, framing, frame) => {
+      const upstream = await answeringUpstream();
+      const stack = await startStack({ UPSTREAM_URL: upstream.url, REQUEST_BUFFER_BYTES: '1kb' });
+      stacks.push(stack);
+      const client = openRaw(stack.url);
+      clients.push(client);
+      client.socket.write(
+        `POST /missions HTTP/1.1\r\nHost: shim.test\r\n${Object.entries(CURRENT)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}${framing}\r\nConnection: close\r\n\r\n${frame('a'.repeat(1000))}`,
+      );
+      // Below the limit: held, nothing upstream yet.
+      await waitFor(async () => (await bufferedBytes(stack)) >= 1000, { what: 'the first 1,000 bytes held' });
+      expect(upstream.connections()).toBe(0);
+      // At the limit the upstream is contacted, the held bytes go first, the rest follows as it comes.
+      client.socket.write(frame('b'.repeat(48)));
+      await waitFor(() => upstream.received[0]?.includes('b'.repeat(48)), { what: 'the start upstream' });
+      await waitFor(async () => (await bufferedBytes(stack)) === 0, {
+        what: 'the start released once written',
+      });
+      client.socket.write(frame('c'.repeat(1000)));
+      if (framing.startsWith('Transfer')) client.socket.write('0\r\n\r\n');
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
+      const [request] = frameRequests(upstream.received[0] ?? '').requests;
+      expect(request?.body).toBe(`${'a'.repeat(1000)}${'b'.repeat(48)}${'c'.repeat(1000)}`);
+      expect(request?.headers).toContainEqual(
+        framing.startsWith('Content') ? ['content-length', '2048'] : ['transfer-encoding', 'chunked'],
+      );
+    },
+  );
 });

@@ -143,7 +143,14 @@ describe.concurrent('slow bodies', () => {
     expect,
   }) => {
     const upstream = await silentUpstream();
-    const stack = await shortTimeoutStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: '30000' });
+    // Streamed from its first byte (REQUEST_BUFFER_BYTES: 0): a streamed body's bound is requestTimeout.
+    // By default its first 64 KiB are read before the upstream is contacted, within BODY_TIMEOUT_MS
+    // (slow-body-upstream-pool.test.ts).
+    const stack = await shortTimeoutStack({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_TIMEOUT_MS: '30000',
+      REQUEST_BUFFER_BYTES: '0',
+    });
     const { ms, response } = await connection(stack, (s) => {
       s.write(
         `POST /debug/sink HTTP/1.1\r\n${AUTH}Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n`,
@@ -185,9 +192,12 @@ describe.concurrent('slow bodies holding every pooled upstream connection', () =
     // had no timer at all: it waited past UPSTREAM_TIMEOUT_MS, for as long as the slow bodies lasted
     // (up to requestTimeout, 10 min). The same with a pool of 2.
     const upstream = await silentUpstream();
+    // Streamed from their first byte (REQUEST_BUFFER_BYTES: 0), as the rest of a body above it is; by
+    // default slow bodies hold no upstream connection until 64 KiB arrived (slow-body-upstream-pool).
     const stack = await shortTimeoutStack({
       UPSTREAM_URL: upstream.url,
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+      REQUEST_BUFFER_BYTES: '0',
     });
     stack.server.requestTimeout = 60_000; // the slow bodies outlast the test
     stack.shim.forwarder.agent.maxSockets = 2;
@@ -355,6 +365,8 @@ describe.concurrent('a streamed upload the client stops sending', () => {
     const stack = await startStack({
       UPSTREAM_URL: upstream.url.replace('http:', 'https:'),
       UPSTREAM_TIMEOUT_MS: String(UPSTREAM_MS),
+      // Streamed from its first byte: at 1 KB/s its first 64 KiB (REQUEST_BUFFER_BYTES) would take 64 s.
+      REQUEST_BUFFER_BYTES: '0',
     });
     stacks.push(stack);
     const { response } = await connection(stack, (s) => {

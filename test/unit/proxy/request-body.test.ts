@@ -11,7 +11,7 @@ import { ShimError } from '../../../src/proxy/errors.ts';
 import {
   ClientAbortedError,
   hasLargeUnreadBody,
-  heldWhole,
+  readBodyStart,
   readBoundedBody,
   rewriteRequestBody,
 } from '../../../src/proxy/request-body.ts';
@@ -365,14 +365,78 @@ describe('hasLargeUnreadBody', () => {
   });
 });
 
-describe('heldWhole (REQUEST_BUFFER_BYTES: a small body read whole before it is forwarded)', () => {
-  it.each<[string | undefined, number, boolean]>([
-    ['4096', 65536, true],
-    ['65536', 65536, true],
-    ['65537', 65536, false],
-    [undefined, 65536, false], // chunked: no declared length
-    ['10', 0, false], // 0: every body streams
-  ])('Content-Length %j, limit %d → %s', (contentLength, limit, expected) => {
-    expect(heldWhole(contentLength, limit)).toBe(expected);
+describe('readBodyStart (REQUEST_BUFFER_BYTES: a body read up to the limit before the upstream is contacted)', () => {
+  it.each<[string, (string | Buffer)[], IncomingHttpHeaders, string]>([
+    ['a declared length below the limit', ['ab', 'cd'], { 'content-length': '4' }, 'abcd'],
+    ['a declared length at the limit', ['abcd', 'efgh'], { 'content-length': '8' }, 'abcdefgh'],
+    ['a chunked body that ends before the limit', ['ab', 'cd'], { 'transfer-encoding': 'chunked' }, 'abcd'],
+    ['an empty chunked body', [], { 'transfer-encoding': 'chunked' }, ''],
+  ])('%s: read whole', async (_name, chunks, headers, expected) => {
+    const start = await readBodyStart(requestOf(chunks, headers), 8);
+    expect(start.complete).toBe(true);
+    expect(start.bytes.toString()).toBe(expected);
+  });
+
+  it.each<[string, IncomingHttpHeaders]>([
+    ['a declared length above the limit', { 'content-length': '12' }],
+    ['a chunked body', { 'transfer-encoding': 'chunked' }],
+  ])(
+    '%s: stops at the chunk that reaches the limit and leaves the rest paused in the request',
+    async (_name, headers) => {
+      const req = manualRequest(headers);
+      const reading = readBodyStart(req, 8);
+      req.write('abcde');
+      req.write('fghij');
+      req.write('kl');
+      const start = await reading;
+      expect(start).toMatchObject({ complete: false });
+      expect(start.bytes.toString()).toBe('abcdefghij');
+      expect(req.isPaused()).toBe(true);
+      expect(req.listenerCount('data')).toBe(0);
+      // The rest comes out of the same stream once resumed, in order, nothing lost.
+      const rest: string[] = [];
+      req.on('data', (chunk: Buffer) => rest.push(chunk.toString()));
+      req.end();
+      req.resume();
+      await new Promise((resolve) => req.once('end', resolve));
+      expect(rest.join('')).toBe('kl');
+    },
+  );
+
+  it('reserves what it holds, and refuses a declared length whose start cannot fit the room left', async () => {
+    const budget = createBufferBudget(100);
+    const reservation = new Reservation(budget, 100);
+    const req = manualRequest({ 'content-length': String(1024 ** 3) });
+    const reading = readBodyStart(req, 8, { reservation });
+    req.write('abcdefghij');
+    await reading;
+    expect(reservation.bytes).toBe(10);
+
+    // 1 GiB declared: only its first 8 bytes need to fit.
+    const small = new Reservation(createBufferBudget(8), 8);
+    await expect(
+      readBodyStart(requestOf(['abcdefgh', 'ij'], { 'content-length': '1073741824' }), 8, {
+        reservation: small,
+      }),
+    ).resolves.toMatchObject({ complete: false });
+    const none = new Reservation(createBufferBudget(7), 7);
+    const err = await rejection(
+      readBodyStart(requestOf(['x'], { 'content-length': '1000' }), 8, { reservation: none }),
+    );
+    expect((err as ShimError).reason).toBe('buffer_budget');
+  });
+
+  it('times out (408) when the start has not arrived by the deadline, and releases what it held', async () => {
+    const budget = createBufferBudget(100);
+    const reservation = new Reservation(budget, 100);
+    const req = manualRequest({ 'transfer-encoding': 'chunked' });
+    const controller = new AbortController();
+    const reading = readBodyStart(req, 8, { reservation, signal: controller.signal });
+    req.write('abc');
+    await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    const err = await rejection(reading);
+    expect((err as ShimError).statusCode).toBe(408);
+    expect(budget.used).toBe(0);
   });
 });
