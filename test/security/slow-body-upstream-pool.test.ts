@@ -123,48 +123,33 @@ describe('slow request bodies (slowhttptest -B, R.U.D.Y.)', () => {
     await waitFor(() => upstream.connections() === 10, { what: 'ten upstream connections held' });
   });
 
-  it('a small body sent in pieces reaches the upstream whole, with its length', async () => {
-    const upstream = await answeringUpstream();
-    const stack = await startStack({ UPSTREAM_URL: upstream.url });
-    stacks.push(stack);
-    const client = openRaw(stack.url);
-    clients.push(client);
-    client.socket.write(
-      'POST /missions HTTP/1.1\r\nHost: shim.test\r\nx-api-key: k\r\nService-Client-Version: 1.0.0\r\n' +
-        'Content-Type: text/plain\r\nContent-Length: 10\r\nConnection: close\r\n\r\n01234',
-    );
-    // The first piece is held (reserved as it arrived), and nothing went upstream.
-    await waitFor(async () => (await bufferedBytes(stack)) >= 5, { what: 'the first piece held' });
-    expect(upstream.connections()).toBe(0);
-    client.socket.write('56789');
-    await client.closed;
-    expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
-    const [request] = frameRequests(upstream.received[0] ?? '').requests;
-    expect(request?.body).toBe('0123456789');
-    expect(request?.headers).toContainEqual(['content-length', '10']);
-    expect(request?.headers.some(([name]) => name === 'transfer-encoding')).toBe(false);
-  });
-
-  it('a small chunked body reaches the upstream whole, with its length', async () => {
-    const upstream = await answeringUpstream();
-    const stack = await startStack({ UPSTREAM_URL: upstream.url });
-    stacks.push(stack);
-    const client = openRaw(stack.url);
-    clients.push(client);
-    client.socket.write(
-      'POST /missions HTTP/1.1\r\nHost: shim.test\r\nx-api-key: k\r\nService-Client-Version: 1.0.0\r\n' +
-        'Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\n01234\r\n',
-    );
-    await waitFor(async () => (await bufferedBytes(stack)) >= 5, { what: 'the first chunk held' });
-    expect(upstream.connections()).toBe(0);
-    client.socket.write('5\r\n56789\r\n0\r\n\r\n');
-    await client.closed;
-    expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
-    const [request] = frameRequests(upstream.received[0] ?? '').requests;
-    expect(request?.body).toBe('0123456789');
-    expect(request?.headers).toContainEqual(['content-length', '10']);
-    expect(request?.headers.some(([name]) => name === 'transfer-encoding')).toBe(false);
-  });
+  it.each<[string, string, string, string]>([
+    ['a declared length', 'Content-Length: 10', '01234', '56789'],
+    ['chunked', 'Transfer-Encoding: chunked', '5\r\n01234\r\n', '5\r\n56789\r\n0\r\n\r\n'],
+  ])(
+    'a small body (%s) sent in pieces reaches the upstream whole, with its length',
+    async (_name, framing, first, rest) => {
+      const upstream = await answeringUpstream();
+      const stack = await startStack({ UPSTREAM_URL: upstream.url });
+      stacks.push(stack);
+      const client = openRaw(stack.url);
+      clients.push(client);
+      client.socket.write(
+        'POST /missions HTTP/1.1\r\nHost: shim.test\r\nx-api-key: k\r\nService-Client-Version: 1.0.0\r\n' +
+          `Content-Type: text/plain\r\n${framing}\r\nConnection: close\r\n\r\n${first}`,
+      );
+      // The first piece is held (reserved as it arrived), and nothing went upstream.
+      await waitFor(async () => (await bufferedBytes(stack)) >= 5, { what: 'the first piece held' });
+      expect(upstream.connections()).toBe(0);
+      client.socket.write(rest);
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 200 /);
+      const [request] = frameRequests(upstream.received[0] ?? '').requests;
+      expect(request?.body).toBe('0123456789');
+      expect(request?.headers).toContainEqual(['content-length', '10']);
+      expect(request?.headers.some(([name]) => name === 'transfer-encoding')).toBe(false);
+    },
+  );
 
   it.each<[string, string, (body: string) => string]>([
     ['its declared length', 'Content-Length: 2048', (body) => body],
