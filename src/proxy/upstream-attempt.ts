@@ -158,6 +158,11 @@ export function createUpstreamAttempt(
       const upstreamReq =
         attempt === 0 ? transport.request(options) : onNewConnection(agent, () => transport.request(options));
       current = upstreamReq;
+      // Every field of the upstream's head is read: Node's client keeps the first 1,000 by default and
+      // drops the rest without a word (a `Vary`, `Cache-Control: private` or `Set-Cookie` after them
+      // was lost to the client). The head stays bounded by the parser's size limit (Node's
+      // `--max-http-header-size`), beyond which it fails as a malformed response: 502 (fix 121).
+      upstreamReq.maxHeadersCount = 0;
       // A HEAD's upstream connection is never reused (`Connection: close`, outgoing-request.ts; and
       // Node closes the socket after the response whatever the upstream answers): an upstream that sends a body after a HEAD
       // response, as gunicorn 20.1 does for any WSGI application that returns one (RFC 9110 §9.3.2
