@@ -9,10 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { responseStatus } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
-import { isStopped, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+import { isStopped, SHIPPED_NODE_FLAGS, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 
 const TIMEOUT_MS = 1_000;
-const NPM_START_FLAGS = ['--max-semi-space-size=2', '--scavenger-max-new-space-capacity-mb=4'];
 
 let shim: ShimProcess | undefined;
 let upstream: Server | undefined;
@@ -43,7 +42,7 @@ describe('a shim stopped longer than BODY_TIMEOUT_MS while a legacy client sends
         BODY_TIMEOUT_MS: String(TIMEOUT_MS),
       },
       [],
-      NPM_START_FLAGS,
+      SHIPPED_NODE_FLAGS,
     );
     const running = shim;
     const body = JSON.stringify({

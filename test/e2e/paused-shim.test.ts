@@ -15,11 +15,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createFrontServer } from '../../src/proxy/server.ts';
 import { responseStatus, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
-import { isStopped, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+import { isStopped, SHIPPED_NODE_FLAGS, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 
 const TIMEOUT_MS = 1_000;
 const CLIENT = { 'service-client-version': '1.0.0', 'x-api-key': 'k' };
-const NPM_START_FLAGS = ['--max-semi-space-size=2', '--scavenger-max-new-space-capacity-mb=4'];
 
 const shims: ShimProcess[] = [];
 const servers: Server[] = [];
@@ -59,7 +58,7 @@ async function startShim(upstreamUrl: string): Promise<ShimProcess> {
   const shim = await spawnShim(
     { UPSTREAM_URL: upstreamUrl, UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) },
     [],
-    NPM_START_FLAGS,
+    SHIPPED_NODE_FLAGS,
   );
   shims.push(shim);
   return shim;

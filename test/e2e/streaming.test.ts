@@ -9,12 +9,10 @@
  * MiB without the scavenger cap (bench/RESULTS.md).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeFlagsOf } from '../../bench/lib/shipped.ts';
 import { type DebugUpstream, startDebugUpstream } from '../helpers/debug-upstream.ts';
-import { type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
+import { SHIPPED_NODE_FLAGS, type ShimProcess, spawnShim } from '../helpers/spawn-shim.ts';
 import { CURRENT, LEGACY } from '../helpers/stack.ts';
 
 const MiB = 1024 * 1024;
@@ -23,14 +21,8 @@ const SIZE = 200 * MiB;
 let backend: DebugUpstream;
 let shim: ShimProcess;
 let idleRss = 0;
-/** The V8 flags of `npm start` and the image (package.json `start`; the Dockerfile test keeps them equal). */
-const STREAMING_FLAGS: readonly string[] = nodeFlagsOf(
-  (
-    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      scripts: { start: string };
-    }
-  ).scripts.start,
-);
+/** The V8 flags of `npm start` and the image. */
+const STREAMING_FLAGS = SHIPPED_NODE_FLAGS;
 beforeAll(async () => {
   backend = await startDebugUpstream();
   shim = await spawnShim({ UPSTREAM_URL: backend.url }, [], STREAMING_FLAGS);

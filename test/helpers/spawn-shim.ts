@@ -4,6 +4,20 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { nodeFlagsOf } from '../../bench/lib/shipped.ts';
+
+/**
+ * The Node flags the shim ships with: those of `npm start` (package.json), which the image's
+ * `ENTRYPOINT` repeats (test/deploy/dockerfile.test.ts keeps the two equal). For {@link spawnShim}'s
+ * `nodeFlags` where a test measures memory or GC-sensitive timing as the product runs.
+ */
+export const SHIPPED_NODE_FLAGS: readonly string[] = nodeFlagsOf(
+  (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      scripts: { start: string };
+    }
+  ).scripts.start,
+);
 
 /** A shim child process. */
 export interface ShimProcess {
