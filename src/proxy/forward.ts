@@ -6,6 +6,8 @@
  *   outgoing-request.ts   headers and framing of the upstream request (smuggling defences)
  *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite or to hold whole
  *   upstream-attempt.ts   sending upstream: the attempts, timeouts, 103 hints, a failure's outcome
+ *   upload.ts             the request body going upstream: its first bytes, after an early answer, discard
+ *   write-watch.ts        the watchdog that cuts a write stuck for UPSTREAM_TIMEOUT_MS
  *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
  *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
  *   response-writer.ts    the client's response head, Vary
@@ -210,7 +212,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     state.exchange.logFields.upstreamError = err.code ?? err.message;
     if (res.writableFinished) {
       // The exchange's line was written when its response finished, before this failure: an upload
-      // the upstream answered early and then stopped reading (upstream-attempt.ts keepUploadGoing).
+      // the upstream answered early and then stopped reading (upload.ts keepUploadGoing).
       // A line of its own, so that every count has a line (docs/reliability.md fix 110).
       logger.warn(
         {

@@ -9,13 +9,14 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { pumpBody, releaseChunk } from './body-pump.ts';
+import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import { resetStalledClient } from './client-reset.ts';
 import type { ExchangeState } from './exchange.ts';
-import { afterPendingIo, type Deadline, OWN_PAUSE_MS, startDeadline } from './own-pause.ts';
+import { afterPendingIo, type Deadline, startDeadline } from './own-pause.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
+import { boundDiscard, keepUploadGoing, releaseWhenSent, sendBodyStart } from './upload.ts';
 import {
   dropQueuedRequest,
   isEstablished,
@@ -34,7 +35,9 @@ import {
   SWITCHED_PROTOCOLS_CODE,
   TRANSFER_CODING_CODE,
   type UpstreamDecision,
+  upstreamError,
 } from './upstream-error.ts';
+import { watchStuckWrites } from './write-watch.ts';
 
 /**
  * One exchange on its way upstream: made by the forwarder's handler (one small object per request),
@@ -97,10 +100,6 @@ export interface UpstreamAttemptOptions {
    */
   readonly uploadStalled: (f: Forwarding) => void;
 }
-
-/** An error of the shim's own about the upstream exchange, with a code `upstreamErrorKind` classifies. */
-const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
-  Object.assign(new Error(message), { code });
 
 /**
  * Creates the function that sends one exchange upstream and sees it through its attempts: at most
@@ -405,9 +404,6 @@ export function createUpstreamAttempt(
   };
 }
 
-/** How many looks per `UPSTREAM_TIMEOUT_MS` a write watchdog takes: a stuck write is cut within 11/10 of it. */
-export const WRITE_WATCH_LOOKS = 10;
-
 /**
  * The progress of an exchange as the upstream idle timer sees it ({@link afterPendingIo}), as one number
  * that changes when the exchange moves: the bytes the upstream socket has read and sent, and the bytes
@@ -426,245 +422,6 @@ function idleProgress(client: Duplex, upstream: Duplex | null): number {
   return (
     taken + ((upstream as Duplex & { bytesRead?: number }).bytesRead ?? 0) + writeProgress(upstream).sent
   );
-}
-
-/** What a write watchdog keeps between two looks ({@link lookAtWrites}); times are `performance.now()`, ms. */
-export interface WriteWatch {
-  /** The bytes taken at the last look that saw them move. */
-  last: number;
-  /** Since when the write has not moved, in the shim's own running time (see {@link lookAtWrites}). */
-  since: number;
-  /** When the previous look was. */
-  lookedAt: number;
-}
-
-/** What one look of a write watchdog sees: the time, {@link writeProgress}, and whether the socket is connected. */
-export interface WriteLook {
-  readonly now: number;
-  readonly sent: number;
-  readonly queued: boolean;
-  readonly established: boolean;
-}
-
-/**
- * One look of a write watchdog: whether the socket's queued write has not moved for `timeoutMs`. A look
- * that comes {@link OWN_PAUSE_MS} or more later than its interval (the shim was stopped or its event
- * loop blocked) counts one interval of that gap, not all of it: the shim could not see the write move
- * meanwhile (libuv learns that the kernel took the bytes only when it polls, after the timers), and a
- * peer that read while the shim was stopped is not stalled (docs/reliability.md fix 100). Pure: the
- * watchdog's timer and clock are the caller's.
- * @param watch The watchdog's state, updated.
- * @param look This look.
- * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
- * @param intervalMs The time between two looks.
- * @returns `true`: stuck, cut it.
- */
-export function lookAtWrites(
-  watch: WriteWatch,
-  look: WriteLook,
-  timeoutMs: number,
-  intervalMs: number,
-): boolean {
-  const gap = look.now - watch.lookedAt;
-  watch.lookedAt = look.now;
-  if (look.sent !== watch.last || !look.queued || !look.established) {
-    watch.last = look.sent;
-    watch.since = look.now;
-    return false;
-  }
-  if (gap - intervalMs >= OWN_PAUSE_MS) watch.since += gap - intervalMs;
-  return look.now - watch.since >= timeoutMs;
-}
-
-/**
- * Watches a socket's writes: when it holds a write that has not moved for `timeoutMs` (its kernel took
- * none of the bytes: the peer vanished without a FIN or RST — a dead node, a pulled cable, an expired
- * NAT or conntrack entry — or it stopped reading), `onStuck` runs, once, within 11/10 of `timeoutMs`.
- * Idle without a queued write, or while the socket connects, is not stuck; nor is the time the shim
- * itself was stopped ({@link lookAtWrites}). Used for the two writes no other timer bounds
- * (docs/reliability.md fixes 85, 86): a streamed upload to the upstream, which
- * Node's idle timer gave twice `UPSTREAM_TIMEOUT_MS` ({@link writeProgress}), and the tail of a
- * response the upstream has sent whole, whose upstream socket, and its timer, are gone. nginx bounds
- * both the same way: `proxy_send_timeout` and `send_timeout`, 60 s "between two successive write
- * operations".
- * @param socket The socket written to.
- * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
- * @param active Whether the write still matters (checked at every look; false ends the watch).
- * @param onStuck What to do with a stuck write.
- * @returns Ends the watch.
- */
-function watchStuckWrites(
-  socket: Duplex,
-  timeoutMs: number,
-  active: () => boolean,
-  onStuck: () => void,
-): () => void {
-  const intervalMs = Math.max(1, Math.ceil(timeoutMs / WRITE_WATCH_LOOKS));
-  const now = performance.now();
-  const watch: WriteWatch = { last: writeProgress(socket).sent, since: now, lookedAt: now };
-  const timer = setInterval(() => {
-    if (!active()) return stop();
-    const look = { now: performance.now(), ...writeProgress(socket), established: isEstablished(socket) };
-    if (!lookAtWrites(watch, look, timeoutMs, intervalMs)) return;
-    stop();
-    onStuck();
-  }, intervalMs);
-  // A bound, not a reason to keep the process alive (a drain's end cuts the sockets anyway).
-  timer.unref();
-  const stop = () => clearInterval(timer);
-  return stop;
-}
-
-/**
- * Keeps an upload going, and bounded, once the upstream's response has come (an early answer:
- * a 404, 401 or 413, or a 2xx, to a body not all sent yet; RFC 9112 §9.5 lets the upstream go on
- * reading). Node's `ClientRequest` stops listening to its socket's `'drain'` when the response is
- * complete (`socketOnData` removes `ondrain`), and takes its idle timer's delegate off the socket when
- * the response ends (`responseOnEnd`), while it keeps the connection until the body is sent
- * (`requestOnFinish`); and the upload's write watchdog stops at the head. So the first write that met
- * backpressure after the response waited for a `'drain'` that never came: the client's body unread, its
- * connection and the upstream's held with no timer, until the upstream closed (a Node upstream's
- * keep-alive timeout, 5 s) or the server's `requestTimeout` (600 s), or for ever for an upstream that
- * keeps the connection (docs/reliability.md fix 105). Now the socket's `'drain'` reaches the request
- * (as Node's `ondrain` does, and server.ts `relayDrain` for the client side), and after the response's
- * end a write stuck for `timeoutMs` (the watchdog of fix 85) destroys the upstream request, counted as
- * its timeout (the client's whole response goes on; the rest of its body is read and dropped, at most
- * {@link DISCARD_LIMIT_MS}, fix 78), as does the client's connection closing with its body incomplete
- * (Node's server tells the request nothing once its response has finished). A rewritten body, sent
- * whole with `end(body)`, is bounded the same way: an upstream that answered early and stopped reading
- * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue (counted in the buffer budget
- * until it leaves: {@link releaseWhenSent}), and the upstream connection held, with no timer
- * (docs/reliability.md fix 106).
- * @param req The client's request, its body streamed or rewritten upstream.
- * @param upstreamReq The upstream request, its response head just received.
- * @param upstreamRes That response.
- * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
- */
-function keepUploadGoing(
-  req: IncomingMessage,
-  upstreamReq: ClientRequest,
-  upstreamRes: IncomingMessage,
-  timeoutMs: number,
-): void {
-  const socket = upstreamReq.socket;
-  if (socket === null || upstreamReq.writableFinished || upstreamReq.destroyed) return;
-  // After Node's own `ondrain` (added before), which clears the flag while it still listens.
-  const relayDrain = () => {
-    if (upstreamReq.writableNeedDrain && socket.writableLength === 0) upstreamReq.emit('drain');
-  };
-  socket.on('drain', relayDrain);
-  const client = req.socket;
-  const onClientClose = () => {
-    if (!req.complete) upstreamReq.destroy();
-  };
-  let stopWatch: (() => void) | undefined;
-  const bound = () => {
-    if (upstreamReq.writableFinished || upstreamReq.destroyed) return;
-    // The socket may have drained between the response's completion and its end.
-    relayDrain();
-    stopWatch = watchStuckWrites(
-      socket,
-      timeoutMs,
-      () => !upstreamReq.writableFinished && !upstreamReq.destroyed,
-      () =>
-        upstreamReq.destroy(
-          upstreamError('upstream stopped reading the request body after its response', SHIM_TIMEOUT_CODE),
-        ),
-    );
-    client.once('close', onClientClose);
-  };
-  upstreamRes.once('end', bound);
-  const done = () => {
-    socket.off('drain', relayDrain);
-    upstreamRes.off('end', bound);
-    stopWatch?.();
-    client.off('close', onClientClose);
-  };
-  upstreamReq.once('finish', done);
-  upstreamReq.once('close', done);
-}
-
-/**
- * Writes the first bytes of a streamed body, which the shim read before it contacted the upstream
- * (`REQUEST_BUFFER_BYTES`), then lets the rest flow from the paused request into the pump already set
- * up (body-pump.ts `pumpBody`): at once, or at the upstream request's `drain` when the bytes filled its
- * buffer. Their reservation is released once they are written to the upstream's socket (or the write
- * failed): the rest of the body is streamed, never held.
- * @param f The exchange, with `bodyStart` and its `reservation`.
- * @param upstreamReq The upstream request, its head not yet sent (the bytes go out with it).
- */
-function sendBodyStart(f: Forwarding, upstreamReq: ClientRequest): void {
-  const { req, reservation } = f;
-  const start = f.bodyStart as Buffer;
-  f.bodyStart = undefined;
-  const flowing = upstreamReq.write(start, (err) => {
-    if (!err) releaseChunk(start);
-    reservation?.release();
-  });
-  if (flowing) req.resume();
-  else upstreamReq.once('drain', () => req.resume());
-}
-
-/**
- * Releases a rewritten body's reservation once the upstream's head arrived (the body is never sent
- * again): at once when the body has all been written (`writableFinished`) or its request was destroyed,
- * else when its request finishes writing it or closes. An upstream that answers before the body was all
- * sent (a 401, 404 or 413 at its head) leaves the rest queued in the shim's socket, and the exchange's
- * response, whose close also releases, may end long before (fixes 105, 106): released at the head, up
- * to `MAX_REWRITE_BODY` per exchange sat in memory outside `MAX_BUFFERED_BYTES` for as long as the
- * upstream took to read it, and the budget admitted more (docs/reliability.md fix 111). The bytes move
- * to a reservation of the upstream request's own ({@link Reservation.transfer}); `'close'` comes in
- * every case (destroyed, or its socket freed or closed).
- * @param reservation The exchange's reservation.
- * @param upstreamReq The upstream request whose response head has just arrived.
- */
-function releaseWhenSent(reservation: Reservation, upstreamReq: ClientRequest): void {
-  if (upstreamReq.writableFinished || upstreamReq.destroyed) {
-    reservation.release();
-    return;
-  }
-  const queued = reservation.transfer();
-  const release = () => queued.release();
-  upstreamReq.once('finish', release);
-  upstreamReq.once('close', release);
-}
-
-/**
- * Longest the rest of an upload is read and dropped once its upstream request closed and the client
- * has its response (ms); then the connection closes in stages. As nginx's `lingering_time` bounds a
- * body it discards after a response (`ngx_http_discarded_request_body_handler`; the shim's own
- * `LINGER_MS`, runtime.ts, has the same value).
- */
-export const DISCARD_LIMIT_MS = 5_000;
-
-/**
- * Bounds the read-and-drop of an upload whose upstream request closed before the body ended (the
- * upstream answered early and closed, or reset; body-pump.ts `pumpBody` reads the rest and drops it):
- * {@link DISCARD_LIMIT_MS} after the client's response finished, a body still arriving closes the
- * connection in stages (the socket's `destroySoon`, which runtime.ts makes a FIN and a linger). Without
- * it a client that kept sending was read at its own pace until `requestTimeout` (600 s), on a response
- * that said `keep-alive` (docs/reliability.md fix 78). RFC 9112 §9.3: a server may close a persistent
- * connection at any time.
- * @param req The client's request, its body streamed upstream.
- * @param res Its response.
- */
-function boundDiscard(req: IncomingMessage, res: ServerResponse): void {
-  if (req.complete) return;
-  const start = () => {
-    const socket = req.socket as IncomingMessage['socket'] & { destroySoon?: () => void };
-    if (req.complete || socket.destroyed) return;
-    const timer = setTimeout(() => {
-      if (req.complete) return;
-      if (socket.destroySoon) socket.destroySoon();
-      else socket.destroy();
-    }, DISCARD_LIMIT_MS);
-    timer.unref();
-    const stop = () => clearTimeout(timer);
-    req.once('end', stop);
-    socket.once('close', stop);
-  };
-  if (res.writableFinished) start();
-  else res.once('finish', start);
 }
 
 /**

@@ -104,6 +104,16 @@ export function relayableTransferCoding(
 }
 
 /**
+ * An error of the shim's own about the upstream exchange, with a code {@link upstreamErrorKind}
+ * classifies (one of this module's `*_CODE`s).
+ * @param message What happened, for the log.
+ * @param code The error's `code`.
+ * @returns An `Error` with `code` set.
+ */
+export const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
+  Object.assign(new Error(message), { code });
+
+/**
  * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE}, {@link SWITCHED_PROTOCOLS_CODE}, {@link INVALID_STATUS_CODE} and {@link TRANSFER_CODING_CODE} for invalid responses, {@link SHIM_TIMEOUT_CODE} for its timeout; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).

@@ -9,7 +9,7 @@
 import { once } from 'node:events';
 import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DISCARD_LIMIT_MS } from '../../src/proxy/upstream-attempt.ts';
+import { DISCARD_LIMIT_MS } from '../../src/proxy/upload.ts';
 import { LINGER_MS } from '../../src/runtime.ts';
 import { openRaw } from '../helpers/http.ts';
 import { closeAll, closeLater, stackOn } from '../helpers/one-shot-upstream.ts';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { OWN_PAUSE_MS, postponement } from '../../../src/proxy/own-pause.ts';
-import { lookAtWrites, type WriteWatch } from '../../../src/proxy/upstream-attempt.ts';
+import { lookAtWrites, type WriteWatch } from '../../../src/proxy/write-watch.ts';
 
 describe('postponement', () => {
   it('gives a deadline that fired an own pause late its lateness back', () => {
