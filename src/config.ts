@@ -65,7 +65,7 @@ export interface Config {
    */
   bodyTimeoutMs: number;
   /**
-   * Every request body is read up to this many bytes before the upstream is contacted
+   * A request body of a declared length is read up to this many bytes before the upstream is contacted
    * (`REQUEST_BUFFER_BYTES`; 0: none): whole when it ends by then, else the rest streams after it.
    */
   requestBufferBytes: number;
@@ -482,7 +482,7 @@ export const CORE_VARIABLES = {
     schema: parsers.byteSize('64kb', 'to stream every body'),
     default: '64kb',
     meaning:
-      'Every request body is read up to this size before the upstream is contacted, as nginx buffers request bodies: a client that sends its body slowly (slowhttptest -B, R.U.D.Y.), whatever length it declares and chunked too, holds no upstream connection until this much has arrived. A body that ends by then goes upstream whole with its `Content-Length` (a chunked one too), and an idempotent request can be sent again on a connection the upstream had closed; a larger one goes on from there, its first bytes then the rest as it comes, with its own framing. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408: the first 64 KiB of a body must arrive at 2.2 KB/s or faster by default), released once written upstream. `0` streams every body from its first byte. Sizes as `MAX_REWRITE_BODY`.',
+      'A request body of a declared `Content-Length` is read up to this size before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.), whatever length it declares, holds no upstream connection until this much has arrived. A body up to this size goes upstream whole (and an idempotent request can be sent again on a connection the upstream had closed); a larger one goes on from there, its first bytes then the rest as it comes. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408: with the defaults, a body\'s first 64 KiB must arrive at 2.2 KB/s or faster), released once written upstream. A chunked body (no declared length: a stream a client may send as it goes) streams from its first byte. `0` streams every body from its first byte. Sizes as `MAX_REWRITE_BODY`.',
   },
   MAX_BUFFERED_BYTES: {
     schema: parsers.byteSize('64mb'),

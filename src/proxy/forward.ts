@@ -69,10 +69,10 @@ export interface ForwarderOptions {
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
   maxRewriteBody: number;
   /**
-   * Every request body is read up to this many bytes before the upstream is contacted
+   * A request body of a declared length is read up to this many bytes before the upstream is contacted
    * (`REQUEST_BUFFER_BYTES`; 0: every body streams from its first byte): a client that sends it slowly
-   * holds no upstream connection. A body that ends by then goes whole, with its length; the rest of a
-   * larger one streams after what was read.
+   * holds no upstream connection. A body up to it goes whole; the rest of a larger one streams after
+   * what was read. A chunked body streams from its first byte.
    */
   requestBufferBytes?: number;
   /** A request body held for a rewrite, or up to `requestBufferBytes`, must have arrived this many ms after the head (408). */
@@ -139,8 +139,9 @@ const UPLOAD_STALLED =
  * Creates the forwarder (SPEC §4): the Express handler that ends the pipeline, after the gates and the
  * plugins' `onRequest`. Per request it applies the plugins' query rewrites, buffers and rewrites a body
  * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
- * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), reads every other body up to
- * `requestBufferBytes` the same way (408, 503) and streams the rest of a larger one after it, sends
+ * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), reads every other body of a declared
+ * length up to `requestBufferBytes` the same way (408, 503) and streams the rest after it (a chunked
+ * body from its first byte), sends
  * the request on the keep-alive pool, replays it once on a pooled connection that the upstream had
  * closed (idempotent methods), answers 502/504 itself while the client has received nothing and
  * aborts the client's response after that, and relays the response as it comes or through the
@@ -460,11 +461,13 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         return;
       }
     }
-    if (body === 'stream' && requestBufferBytes > 0) {
-      // A body is read up to REQUEST_BUFFER_BYTES before the upstream is contacted, as nginx buffers
-      // request bodies: a client that trickles it (slowhttptest -B, R.U.D.Y.), whatever length it
-      // declares or chunked, holds no upstream connection, and gets 408 after BODY_TIMEOUT_MS
-      // (test/security/slow-body-upstream-pool.test.ts). A smaller body goes whole, with its length.
+    if (body === 'stream' && requestBufferBytes > 0 && req.headers['content-length'] !== undefined) {
+      // A body of a declared length is read up to REQUEST_BUFFER_BYTES before the upstream is contacted,
+      // as nginx buffers request bodies: a client that trickles it (slowhttptest -B, R.U.D.Y.), whatever
+      // length it declares, holds no upstream connection, and gets 408 after BODY_TIMEOUT_MS
+      // (test/security/slow-body-upstream-pool.test.ts); one up to the limit goes whole. A chunked body
+      // streams from its first byte: a stream of unknown length, which a client may send as it goes
+      // (SPEC §4: bodies streamed both ways).
       const first = (o: BodyReadOptions) => readBodyStart(req, requestBufferBytes, o);
       readThenDispatch({ req, res, state, url, body, reservation: undefined }, first).catch(next);
       return;

@@ -73,10 +73,11 @@ export interface BodyStart {
 
 /**
  * Reads a request body until it ends or `limit` bytes have arrived, whichever is first: what
- * `REQUEST_BUFFER_BYTES` holds before the upstream is contacted (forward.ts), so that a client that
- * trickles its body holds no upstream connection, whatever length it declares or when it sends chunks
- * (slowhttptest -B, R.U.D.Y.). nginx reads the whole body first (`proxy_request_buffering`, to disk
- * beyond its memory buffer); the shim holds at most this much in memory, then streams the rest.
+ * `REQUEST_BUFFER_BYTES` holds of a body of a declared length before the upstream is contacted
+ * (forward.ts; a chunked body is streamed instead), so that a client that trickles its body holds no
+ * upstream connection, whatever length it declares (slowhttptest -B, R.U.D.Y.). nginx reads the whole
+ * body first (`proxy_request_buffering`, to disk beyond its memory buffer); the shim holds at most this
+ * much in memory, then streams the rest. A body without a declared length is read the same way.
  * The chunk that reaches the limit is kept whole: at most `limit` plus one chunk (64 KiB) is held.
  * @param req The request; must not have been read yet.
  * @param limit Bytes to read before giving the body back incomplete; above 0.
