@@ -1,7 +1,6 @@
 /**
  * The client-version gate (service document part 9; SPEC §3 step 4).
  */
-import type { IncomingMessage } from 'node:http';
 import { lt, parse, type SemVer } from 'semver';
 import { ShimError } from '../proxy/errors.ts';
 import type { Gate } from '../proxy/exchange.ts';
@@ -83,8 +82,9 @@ export function clientVersionGate(rules: ClientVersionRules): Gate {
   return (req, state) => {
     if (state.unchecked) return;
     // Named by `Connection`, the header would not reach the upstream: as if it were not sent.
-    const version = parseKnown(forwardedValue(req.headers, rules.header));
-    if (!version) throw new ShimError('version', unreadableVersionMessage(req, rules));
+    const value = forwardedValue(req.headers, rules.header);
+    const version = parseKnown(value);
+    if (!version) throw new ShimError('version', unreadableVersionMessage(value, req.rawHeaders, rules));
     if (isBelow(version, rules.minimum)) {
       throw new ShimError(
         'version',
@@ -100,19 +100,19 @@ export function clientVersionGate(rules: ClientVersionRules): Gate {
  * header is absent (or empty, or named by `Connection`), sent more than once (Node joins the field
  * lines with `, `, which no version parses), or not a version (`v0.59.0`, `0.59`). The value itself
  * is not echoed.
- * @param req The request: its raw header list is counted only on this failure path.
+ * @param value The header's value as the gate read it (`forwardedValue`: absent when `Connection` names it).
+ * @param rawHeaders The request's raw header list, counted only on this failure path.
  * @param rules The header, lower case and as configured.
  * @returns One sentence for the JSON error's `message`.
  */
 function unreadableVersionMessage(
-  req: Pick<IncomingMessage, 'headers' | 'rawHeaders'>,
+  value: string | string[] | undefined,
+  rawHeaders: readonly string[],
   rules: ClientVersionRules,
 ): string {
-  const value = forwardedValue(req.headers, rules.header);
   if (value === undefined || value === '')
     return `Send the header ${rules.headerDisplayName} with your client's semantic version (e.g. 0.59.0).`;
-  if (headerCount(req.rawHeaders, rules.header) > 1)
-    return `Send exactly one ${rules.headerDisplayName} header.`;
+  if (headerCount(rawHeaders, rules.header) > 1) return `Send exactly one ${rules.headerDisplayName} header.`;
   return `The header ${rules.headerDisplayName} must be your client's semantic version, MAJOR.MINOR.PATCH without a prefix (e.g. 0.59.0).`;
 }
 

@@ -225,7 +225,8 @@ export function exposedNames(rawHeaders: readonly string[], extra: readonly stri
  * The fields of an upstream's `103 Early Hints` to pass on (RFC 8297; RFC 9110 §15.2: a proxy MUST
  * forward the 1xx responses it did not ask for), as Node's `ServerResponse.writeEarlyHints` takes them:
  * end-to-end fields only but `Content-Length` (none in a 1xx: RFC 9110 §8.6), names lower-cased,
- * repeats as arrays (in linear time: an upstream may repeat a field up to Node's 2,000-field limit).
+ * repeats as arrays (in linear time: an upstream may repeat a field as often as the parser's size
+ * limit lets through, every field being read since fix 121).
  * @param rawHeaders The 103's `rawHeaders` (flat, as Node's `information` event gives them).
  * @returns The hints, or `undefined` when there is no `Link` (Node sends no 103 without one, and a 103
  *   without preload links tells the client nothing).
@@ -236,10 +237,9 @@ export function earlyHints(rawHeaders: readonly string[]): Record<string, string
   // No prototype: a field named `constructor`, `toString` or `__proto__` is a field like any other
   // (with `{}` it found Object.prototype's member as its "earlier value" and sent it on).
   const hints: Record<string, string | string[]> = Object.create(null);
-  const fields = endToEndRawHeaders(rawHeaders);
+  const fields = endToEndRawHeaders(rawHeaders, dropSets[NO_CONTENT]);
   for (let i = 0; i < fields.length; i += 2) {
     const name = (fields[i] as string).toLowerCase();
-    if (name === 'content-length') continue;
     const value = fields[i + 1] as string;
     const prior = hints[name];
     if (prior === undefined) hints[name] = value;

@@ -14,7 +14,7 @@ import type { Reservation } from './buffer-budget.ts';
 import { resetStalledClient } from './client-reset.ts';
 import type { ExchangeState } from './exchange.ts';
 import { afterPendingIo, type Deadline, startDeadline } from './own-pause.ts';
-import { isHttp10OrOlder } from './raw-headers.ts';
+import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
 import { boundDiscard, keepUploadGoing, releaseWhenSent, sendBodyStart } from './upload.ts';
 import {
@@ -338,7 +338,8 @@ export function createUpstreamAttempt(
           fail(upstreamError(`upstream sent status ${upstreamRes.statusCode}`, INVALID_STATUS_CODE));
           return;
         }
-        const transferEncoding = upstreamRes.headers['transfer-encoding'];
+        // Read from the raw list: a pass-through never builds `upstreamRes.headers` (raw-headers.ts).
+        const transferEncoding = headerValue(upstreamRes, 'transfer-encoding') as string | undefined;
         if (!relayableTransferCoding(transferEncoding, req.method, upstreamRes.statusCode ?? 0)) {
           // `gzip`, `chunked, gzip`: bytes the client could not decode, its head naming no coding.
           fail(upstreamError(`upstream sent Transfer-Encoding: ${transferEncoding}`, TRANSFER_CODING_CODE));
@@ -431,6 +432,7 @@ function idleProgress(client: Duplex, upstream: Duplex | null): number {
  * @returns True for a 204 whose `Content-Length` is not absent or `0`.
  */
 function announcesContent(upstreamRes: IncomingMessage): boolean {
-  const length = upstreamRes.headers['content-length'];
-  return upstreamRes.statusCode === 204 && length !== undefined && length !== '0';
+  if (upstreamRes.statusCode !== 204) return false;
+  const length = headerValue(upstreamRes, 'content-length');
+  return length !== undefined && length !== '0';
 }

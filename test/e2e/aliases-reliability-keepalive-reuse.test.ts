@@ -7,9 +7,8 @@
  * Goes with the alias layer (`src/aliases/`): deleted with it (docs/removing-the-alias-layer.md).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { send } from '../helpers/http.ts';
-import { closeAll, oneShotUpstream, stackOn } from '../helpers/one-shot-upstream.ts';
-import { CURRENT, LEGACY } from '../helpers/stack.ts';
+import { closeAll, oneShotUpstream, sendOnPooledConnection, stackOn } from '../helpers/one-shot-upstream.ts';
+import { LEGACY } from '../helpers/stack.ts';
 
 afterEach(closeAll);
 
@@ -17,9 +16,8 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
   it('a rewritten (buffered) PUT body is replayed byte for byte', async () => {
     const upstream = await oneShotUpstream();
     const stack = await stackOn(upstream);
-    await send(stack.url, 'GET', '/warm', CURRENT);
-    const reply = await send(
-      stack.url,
+    const reply = await sendOnPooledConnection(
+      stack,
       'PUT',
       '/projects/p1/metadata-types',
       { ...LEGACY, 'content-type': 'application/json' },

@@ -19,6 +19,7 @@ import {
   closeLater,
   oneShotUpstream,
   requestsByConnection,
+  sendOnPooledConnection,
   stackOn,
 } from '../helpers/one-shot-upstream.ts';
 import { waitFor } from '../helpers/poll.ts';
@@ -50,9 +51,8 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
   it('POST is not retried (it may have been processed): 502, and the next request works', async () => {
     const upstream = await oneShotUpstream();
     const stack = await stackOn(upstream);
-    await send(stack.url, 'GET', '/warm', CURRENT);
-    const reply = await send(
-      stack.url,
+    const reply = await sendOnPooledConnection(
+      stack,
       'POST',
       '/debug/sink',
       { ...CURRENT, 'content-type': 'text/plain' },
@@ -66,9 +66,8 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
   it('a streamed PUT body (not kept by the shim) is not retried: 502', async () => {
     const upstream = await oneShotUpstream();
     const stack = await stackOn(upstream, { REQUEST_BUFFER_BYTES: '0' });
-    await send(stack.url, 'GET', '/warm', CURRENT);
-    const reply = await send(
-      stack.url,
+    const reply = await sendOnPooledConnection(
+      stack,
       'PUT',
       '/debug/sink',
       { ...CURRENT, 'content-type': 'text/plain' },
@@ -80,9 +79,8 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
   it('a small PUT body, held whole (REQUEST_BUFFER_BYTES), is retried once on a new connection', async () => {
     const upstream = await oneShotUpstream();
     const stack = await stackOn(upstream);
-    await send(stack.url, 'GET', '/warm', CURRENT);
-    const reply = await send(
-      stack.url,
+    const reply = await sendOnPooledConnection(
+      stack,
       'PUT',
       '/debug/sink',
       { ...CURRENT, 'content-type': 'text/plain' },
@@ -151,8 +149,7 @@ describe('a pooled connection that the upstream closed as it was reused', () => 
     });
     closeLater(upstream);
     const stack = await stackOn(upstream);
-    await send(stack.url, 'GET', '/warm', CURRENT);
-    const reply = await send(stack.url, 'GET', '/missions', CURRENT);
+    const reply = await sendOnPooledConnection(stack, 'GET', '/missions', CURRENT);
     expect(reply.status).toBe(502);
     expect(upstream.connections()).toBe(2);
   });

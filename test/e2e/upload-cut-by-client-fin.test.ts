@@ -13,7 +13,7 @@
  * raw socket that half-closes mid-body, so Caddy need not be installed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { openRaw } from '../helpers/http.ts';
+import { openRaw, type RawClient } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
@@ -28,6 +28,18 @@ const HEAD = 'POST /uploads HTTP/1.1\r\nHost: shim.test\r\nService-Client-Versio
 async function malformedCount(stack: Stack): Promise<number> {
   const { values } = await stack.metrics.rejections.get();
   return values.find((v) => v.labels.reason === 'malformed')?.value ?? 0;
+}
+
+/**
+ * What a client's FIN in the middle of its upload must come to: nothing written back, no malformed
+ * request counted or refused, and the request's line logged as an aborted exchange.
+ */
+async function expectAbortedExchange(client: RawClient, stack: Stack): Promise<void> {
+  expect(client.text()).toBe('');
+  expect(await malformedCount(stack)).toBe(0);
+  expect(stack.logs().filter((l) => l.msg === 'request refused by the HTTP server')).toEqual([]);
+  const line = stack.logs().find((l) => l.msg === 'request completed');
+  expect(line).toMatchObject({ aborted: true, req: { method: 'POST', path: '/uploads' } });
 }
 
 describe('an upload cut short by the client FIN', () => {
@@ -54,11 +66,7 @@ describe('an upload cut short by the client FIN', () => {
         what: 'the request line',
       });
 
-      expect(client.text()).toBe('');
-      expect(await malformedCount(stack)).toBe(0);
-      expect(stack.logs().filter((l) => l.msg === 'request refused by the HTTP server')).toEqual([]);
-      const line = stack.logs().find((l) => l.msg === 'request completed');
-      expect(line).toMatchObject({ aborted: true, req: { method: 'POST', path: '/uploads' } });
+      await expectAbortedExchange(client, stack);
       // The upstream got the body as far as it came, and never its end.
       if (framing === 'chunked') expect(upstream.received[0]).not.toContain('0\r\n\r\n');
       else expect(upstream.received[0]?.split('\r\n\r\n')[1]).toBe('x'.repeat(40));
@@ -77,11 +85,7 @@ describe('an upload cut short by the client FIN', () => {
     await waitFor(() => stack.logs().some((l) => l.msg === 'request completed'), {
       what: 'the request line',
     });
-    expect(client.text()).toBe('');
-    expect(await malformedCount(stack)).toBe(0);
-    expect(stack.logs().filter((l) => l.msg === 'request refused by the HTTP server')).toEqual([]);
-    const line = stack.logs().find((l) => l.msg === 'request completed');
-    expect(line).toMatchObject({ aborted: true, req: { method: 'POST', path: '/uploads' } });
+    await expectAbortedExchange(client, stack);
     expect(upstream.connections()).toBe(0);
   });
 

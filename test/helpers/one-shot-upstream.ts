@@ -7,9 +7,11 @@
  * What the helpers start (and what is passed to {@link closeLater}) is closed by {@link closeAll}; call
  * it from the test file's `afterEach`.
  */
+import type { OutgoingHttpHeaders } from 'node:http';
+import { type Reply, send } from './http.ts';
 import { frameRequests } from './http1-frames.ts';
 import { type RawUpstream, startRawUpstream } from './raw-upstream.ts';
-import { type Stack, startStack } from './stack.ts';
+import { CURRENT, type Stack, startStack } from './stack.ts';
 
 const stacks: Stack[] = [];
 const upstreams: RawUpstream[] = [];
@@ -65,6 +67,22 @@ export async function stackOn(upstream: RawUpstream, env: Record<string, string>
   const stack = await startStack({ UPSTREAM_URL: upstream.url, ...env });
   stacks.push(stack);
   return stack;
+}
+
+/**
+ * Sends a request on a pooled upstream connection: a `GET /warm` first leaves one in the shim's pool,
+ * which a {@link oneShotUpstream} closes as the next request reuses it (the keep-alive race).
+ * @returns The reply to the second request.
+ */
+export async function sendOnPooledConnection(
+  stack: Stack,
+  method: string,
+  path: string,
+  headers: OutgoingHttpHeaders,
+  body?: string,
+): Promise<Reply> {
+  await send(stack.url, 'GET', '/warm', CURRENT);
+  return send(stack.url, method, path, headers, body);
 }
 
 /**
