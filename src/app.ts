@@ -16,6 +16,7 @@ import {
   type CoreMetrics,
   methodLabel,
   registerBufferBudgetGauges,
+  registerUploadSlotGauges,
   routeShape,
 } from './observability/metrics.ts';
 import { createRequestLog } from './observability/request-log.ts';
@@ -33,6 +34,7 @@ import { ClientAbortedError, hasLargeUnreadBody } from './proxy/request-body.ts'
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
+import { createUploadSlots } from './proxy/upload-slots.ts';
 import type { UpstreamTransportOptions } from './proxy/upstream-agent.ts';
 
 /**
@@ -44,7 +46,11 @@ export const PLUGINS: readonly PluginDefinition[] = [
 ];
 
 /** Rejections after which the request body is left unread. */
-const STOPPED_READING: ReadonlySet<RejectionReason> = new Set(['buffer_budget', 'body_timeout']);
+const STOPPED_READING: ReadonlySet<RejectionReason> = new Set([
+  'buffer_budget',
+  'body_timeout',
+  'streaming_uploads',
+]);
 
 /** What {@link createShim} needs besides the configuration. */
 export interface ShimDependencies {
@@ -104,6 +110,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;
   const budget = createBufferBudget(config.maxBufferedBytes);
   registerBufferBudgetGauges(metrics.registry, budget);
+  const uploadSlots = createUploadSlots(config.maxStreamingUploads);
+  registerUploadSlotGauges(metrics.registry, uploadSlots);
   const context: PluginContext = {
     logger,
     registry: metrics.registry,
@@ -174,6 +182,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     requestBufferBytes: config.requestBufferBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
     budget,
+    uploadSlots,
     varyHeader: config.clientVersionHeader,
     varyAll,
     metrics,

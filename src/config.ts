@@ -17,6 +17,7 @@ import * as z from 'zod';
 import { requestBodyShare } from './proxy/buffer-budget.ts';
 import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
+import { UPSTREAM_POOL_SOCKETS } from './proxy/upstream-agent.ts';
 
 /** The shim's whole configuration, validated and frozen. */
 export interface Config {
@@ -69,6 +70,11 @@ export interface Config {
    * (`REQUEST_BUFFER_BYTES`; 0: none): whole when it ends by then, else the rest streams after it.
    */
   requestBufferBytes: number;
+  /**
+   * Most request bodies streaming to the upstream at once (`MAX_STREAMING_UPLOADS`, default 256; 503
+   * beyond): each holds an upstream connection until its last byte arrives.
+   */
+  maxStreamingUploads: number;
   /** PEM certificates trusted for an `https:` upstream besides Node's roots (`UPSTREAM_CA_FILE`, read at start). */
   upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
@@ -484,6 +490,11 @@ export const CORE_VARIABLES = {
     meaning:
       "A request body of a declared `Content-Length` is read up to this size before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.), whatever length it declares, holds no upstream connection until this much has arrived. A body up to this size goes upstream whole (and an idempotent request can be sent again on a connection the upstream had closed); a larger one goes on from there, its first bytes then the rest as it comes. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408: with the defaults, a body's first 64 KiB must arrive at 2.2 KB/s or faster), released once written upstream. A chunked body (no declared length: a stream a client may send as it goes) streams from its first byte. `0` streams every body from its first byte. Sizes as `MAX_REWRITE_BODY`.",
   },
+  MAX_STREAMING_UPLOADS: {
+    schema: parsers.count(256, UPSTREAM_POOL_SOCKETS),
+    default: '256',
+    meaning: `Most request bodies streaming to the upstream at once: chunked bodies, and the rest of those declaring more than \`REQUEST_BUFFER_BYTES\`. Each holds one of the pool's ${UPSTREAM_POOL_SOCKETS} upstream connections until its last byte arrives, so clients that send such bodies slowly (a chunked R.U.D.Y.) could otherwise hold them all, and every other request would wait for a connection and get 504. Beyond it a streamed body gets 503 with \`Retry-After: 1\` before any of it is read (no \`100 Continue\`), counted in \`shim_rejections_total{reason="streaming_uploads"}\` and logged at \`warn\`; the connection closes after it. The default keeps three quarters of the pool for requests whose bodies have arrived or that have none. A body of a declared length up to \`REQUEST_BUFFER_BYTES\` goes whole and needs no slot. 1–${UPSTREAM_POOL_SOCKETS}.`,
+  },
   MAX_BUFFERED_BYTES: {
     schema: parsers.byteSize('64mb'),
     default: '64mb',
@@ -744,6 +755,7 @@ export function loadConfig(
     maxBufferedBytes: e.MAX_BUFFERED_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     requestBufferBytes: e.REQUEST_BUFFER_BYTES,
+    maxStreamingUploads: e.MAX_STREAMING_UPLOADS,
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     upstreamIdleTimeoutMs: e.UPSTREAM_IDLE_TIMEOUT_MS,

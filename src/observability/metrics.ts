@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RejectionReason } from '../proxy/errors.ts';
 import type { BufferBudget, UnpatchedReason } from '../proxy/types.ts';
+import type { UploadSlots } from '../proxy/upload-slots.ts';
 import type { UpstreamErrorKind } from '../proxy/upstream-error.ts';
 
 /** The core metric set, registered on one registry. */
@@ -57,6 +58,7 @@ const REJECTION_REASONS: Readonly<Record<Exclude<RejectionReason, `upstream_${st
   encoding: true,
   buffer_budget: true,
   body_timeout: true,
+  streaming_uploads: true,
 };
 const UNPATCHED_REASONS: Readonly<Record<UnpatchedReason, true>> = {
   invalid_json: true,
@@ -111,6 +113,38 @@ export function registerBufferBudgetGauges(
     registers: [registry],
     collect() {
       this.set(budget.limit);
+    },
+  });
+}
+
+/**
+ * Registers the gauges of the bound on streamed request bodies (`MAX_STREAMING_UPLOADS`,
+ * src/proxy/upload-slots.ts): `shim_streaming_uploads`, the request bodies streaming to the upstream
+ * now, each holding an upstream connection until its last byte arrives, and
+ * `shim_streaming_uploads_limit`, the bound; both read at scrape time. At the bound, further streamed
+ * bodies get 503 (`shim_rejections_total{reason="streaming_uploads"}`).
+ * @param registry The registry to register them on (once per set of slots).
+ * @param slots The slots the forwarder takes from.
+ * @throws {Error} from prom-client when the registry already holds a metric of either name.
+ */
+export function registerUploadSlotGauges(
+  registry: Registry,
+  slots: Readonly<Pick<UploadSlots, 'inUse' | 'limit'>>,
+): void {
+  new Gauge({
+    name: 'shim_streaming_uploads',
+    help: 'Request bodies streaming to the upstream now (chunked, or the rest of one above REQUEST_BUFFER_BYTES), each holding an upstream connection until its last byte arrives.',
+    registers: [registry],
+    collect() {
+      this.set(slots.inUse);
+    },
+  });
+  new Gauge({
+    name: 'shim_streaming_uploads_limit',
+    help: 'MAX_STREAMING_UPLOADS: the most request bodies streaming to the upstream at once.',
+    registers: [registry],
+    collect() {
+      this.set(slots.limit);
     },
   });
 }

@@ -25,6 +25,7 @@ export type RejectionReason =
   | 'encoding'
   | 'buffer_budget'
   | 'body_timeout'
+  | 'streaming_uploads'
   | 'upstream_refused'
   | 'upstream_reset'
   | 'upstream_invalid'
@@ -57,6 +58,7 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
   encoding: 415,
   buffer_budget: 503,
   body_timeout: 408,
+  streaming_uploads: 503,
   upstream_refused: 502,
   upstream_reset: 502,
   upstream_invalid: 502,
@@ -65,10 +67,12 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
 
 /**
  * `Retry-After` seconds per rejection reason that a client may simply retry later (RFC 9110 §10.2.3):
- * the process-wide buffer budget frees up as other requests finish.
+ * the process-wide buffer budget and the slots of streamed uploads (upload-slots.ts) free up as other
+ * requests finish.
  */
 export const REJECTION_RETRY_AFTER: Readonly<Partial<Record<RejectionReason, number>>> = Object.freeze({
   buffer_budget: 1,
+  streaming_uploads: 1,
 });
 
 /**

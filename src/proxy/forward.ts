@@ -7,6 +7,7 @@
  *   request-body.ts       bounded, budgeted, timed buffering of a body to rewrite or to hold whole
  *   upstream-attempt.ts   sending upstream: the attempts, timeouts, 103 hints, a failure's outcome
  *   upload.ts             the request body going upstream: its first bytes, after an early answer, discard
+ *   upload-slots.ts       MAX_STREAMING_UPLOADS: bodies still arriving hold at most that many upstream connections
  *   write-watch.ts        the watchdog that cuts a write stuck for UPSTREAM_TIMEOUT_MS
  *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
  *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
@@ -22,6 +23,7 @@ import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import { createPatchCodec, supportedCoding } from './content-coding.ts';
+import { ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
 import {
@@ -37,6 +39,7 @@ import { sendError } from './respond.ts';
 import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
 import { type ResponseHeadOptions, responseHead, revalidationKeepsVary } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
+import { holdUploadSlot, type UploadSlots } from './upload-slots.ts';
 import { createUpstreamTransport, type UpstreamTransportOptions } from './upstream-agent.ts';
 import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
 import { UPSTREAM_MESSAGES } from './upstream-error.ts';
@@ -79,6 +82,11 @@ export interface ForwarderOptions {
   bodyTimeoutMs: number;
   /** Process-wide bound on buffered bytes (`MAX_BUFFERED_BYTES`; 503 beyond). */
   budget: BufferBudget;
+  /**
+   * Process-wide bound on request bodies streaming to the upstream at once (`MAX_STREAMING_UPLOADS`;
+   * 503 beyond): each holds an upstream connection until the client has sent it (upload-slots.ts).
+   */
+  uploadSlots: UploadSlots;
   /**
    * The client-version request header (`CLIENT_VERSION_HEADER`), merged into `Vary` (RFC 9110 §12.5.5)
    * on the upstream responses that depend on it: those to a request whose version the gate read
@@ -131,6 +139,10 @@ function headSaysChunked(status: number, httpVersion: string): boolean {
   return !BODILESS_STATUS.has(status) && !isHttp10OrOlder(httpVersion);
 }
 
+/** The 503's message for a streamed body beyond `MAX_STREAMING_UPLOADS` (SPEC §7: what is wrong, what to do). */
+const STREAMING_UPLOADS_FULL =
+  'Too many request bodies are streaming to the upstream at once (MAX_STREAMING_UPLOADS); retry shortly, or send a body of at most REQUEST_BUFFER_BYTES with its Content-Length.';
+
 /** The 408's message for a streamed body that stopped arriving (SPEC §7: what is wrong, what to do). */
 const UPLOAD_STALLED =
   'The request body stopped arriving for UPSTREAM_TIMEOUT_MS before it was complete; send the whole body promptly.';
@@ -141,8 +153,8 @@ const UPLOAD_STALLED =
  * a hook asks for (at most `maxRewriteBody` bytes, within `bodyTimeoutMs` of arrival, against
  * `budget`; a `ShimError` — 413, 408, 503, 400, 415 — goes to `next`), reads every other body of a declared
  * length up to `requestBufferBytes` the same way (408, 503) and streams the rest after it (a chunked
- * body from its first byte), sends
- * the request on the keep-alive pool, replays it once on a pooled connection that the upstream had
+ * body from its first byte) while one of `uploadSlots` is free (503 otherwise), sends the request on
+ * the keep-alive pool, replays it once on a pooled connection that the upstream had
  * closed (idempotent methods), answers 502/504 itself while the client has received nothing and
  * aborts the client's response after that, and relays the response as it comes or through the
  * plugins' patches.
@@ -157,6 +169,7 @@ const UPLOAD_STALLED =
  *   maxRewriteBody: 1024 * 1024,
  *   bodyTimeoutMs: 30_000,
  *   budget: createBufferBudget(64 * 1024 * 1024),
+ *   uploadSlots: createUploadSlots(256),
  *   metrics,
  *   logger,
  *   responseHeaders: () => [],
@@ -172,6 +185,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     requestBufferBytes = 0,
     bodyTimeoutMs,
     budget,
+    uploadSlots,
     varyHeader,
     varyAll = false,
     metrics,
@@ -362,6 +376,18 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     uploadStalled,
   });
 
+  /**
+   * A body that streams upstream holds its upstream connection until its last byte arrives: at most
+   * MAX_STREAMING_UPLOADS of them at once, so that clients trickling chunked bodies (or the rest of
+   * large ones) cannot take the whole pool (upload-slots.ts; docs/reliability.md fix 122;
+   * test/security/slow-body-upstream-pool.test.ts › chunked R.U.D.Y.).
+   * @returns The 503 to answer with when no slot is free, else `undefined` (a slot held, or none needed).
+   */
+  const uploadSlotRefusal = ({ req, res, body }: Forwarding): ShimError | undefined =>
+    body === 'stream' && !holdUploadSlot(uploadSlots, req, res)
+      ? new ShimError('streaming_uploads', STREAMING_UPLOADS_FULL)
+      : undefined;
+
   /** Builds the upstream request's head and forwards the exchange. */
   const dispatch = (f: Forwarding): void => {
     const { req, state, body } = f;
@@ -390,7 +416,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   /**
    * Reads the request body with `read` (budgeted, timed: `BODY_TIMEOUT_MS` from the head), then
    * forwards it: whole with its length, or, when `read` stopped at `REQUEST_BUFFER_BYTES`, what it read
-   * followed by the rest as it comes; rejects with the read's ShimError (408, 413, 415, 503, 400).
+   * followed by the rest as it comes; rejects with the read's ShimError (408, 413, 415, 503, 400), or
+   * `streaming_uploads` (503) when the rest would stream and no upload slot is free.
    */
   const readThenDispatch = async (
     f: Forwarding,
@@ -421,6 +448,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     if (Buffer.isBuffer(bodyRead)) f.body = bodyRead;
     else if (bodyRead.complete) f.body = bodyRead.bytes;
     else f.bodyStart = bodyRead.bytes;
+    const refusal = uploadSlotRefusal(f);
+    if (refusal !== undefined) throw refusal;
     dispatch(f);
   };
 
@@ -472,8 +501,15 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       readThenDispatch({ req, res, state, url, body, reservation: undefined }, first).catch(next);
       return;
     }
+    const f: Forwarding = { req, res, state, url, body, reservation: undefined };
+    // Before any `100 Continue`: a body refused for want of a slot is not asked for.
+    const refusal = uploadSlotRefusal(f);
+    if (refusal !== undefined) {
+      next(refusal);
+      return;
+    }
     continueIfExpected(req, res);
-    dispatch({ req, res, state, url, body, reservation: undefined });
+    dispatch(f);
   };
 
   return { handler, agent };

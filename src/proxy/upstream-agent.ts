@@ -52,13 +52,20 @@ export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 export const UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 
 /**
+ * Most connections of the pool to the upstream at once (Node's `maxSockets`): a request beyond them
+ * waits for one to be freed. `MAX_STREAMING_UPLOADS` (upload-slots.ts) keeps part of them from bodies
+ * that clients are still sending.
+ */
+export const UPSTREAM_POOL_SOCKETS = 1024;
+
+/**
  * The pool's options: enough sockets for a busy sidecar, few idle ones kept, the most recent reused
  * first, idle ones closed after `idleTimeoutMs` (or the upstream's hint).
  */
 const pool = (idleTimeoutMs: number) =>
   ({
     keepAlive: true,
-    maxSockets: 1024,
+    maxSockets: UPSTREAM_POOL_SOCKETS,
     maxFreeSockets: 256,
     scheduling: 'lifo',
     timeout: idleTimeoutMs,

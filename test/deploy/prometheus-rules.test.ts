@@ -1,7 +1,7 @@
 /**
  * deploy/prometheus/compat-shim-rules.yaml, the alerting rules of docs/operations.md "Metrics": valid
  * rule groups, every expression naming only metrics and labels the shim exports (as built in-process
- * with the registered plugins), and the four alerts the docs list. (`promtool check rules` checked the
+ * with the registered plugins), and the five alerts the docs list. (`promtool check rules` checked the
  * PromQL itself, with Prometheus 2.42; docs/operations.md "Checked with Prometheus".)
  */
 import { readFileSync } from 'node:fs';
@@ -61,6 +61,11 @@ describe('deploy/prometheus/compat-shim-rules.yaml', () => {
       'the buffer budget nearly full',
       'CompatShimBufferBudgetHigh',
       /shim_buffered_bytes \/ shim_buffered_bytes_limit/,
+    ],
+    [
+      'the upload slots nearly all held',
+      'CompatShimStreamingUploadsFull',
+      /shim_streaming_uploads \/ shim_streaming_uploads_limit/,
     ],
   ])('alerts on %s (docs/operations.md "Alert on")', (_what, alert, pattern) => {
     expect(rules.find((r) => r.alert === alert)?.expr).toMatch(pattern);

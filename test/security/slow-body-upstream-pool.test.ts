@@ -16,8 +16,8 @@
  * bytes then the rest as it comes. A slow client holds its own connection and at most that many bytes,
  * never an upstream connection, until it has sent them (fix 119 for lengths up to the limit, fix 120
  * above it). A chunked body — a stream of unknown length, which a client may send as it goes (SPEC §4:
- * streamed both ways) — streams from its first byte, and so does a chunked trickle: left to the
- * ingress (docs/reliability.md, "Noticed and left alone").
+ * streamed both ways) — streams from its first byte, and so does a chunked trickle: the describe block
+ * at the end ("chunked R.U.D.Y.") bounds the upstream connections those hold (fix 122).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRaw, type RawClient, send } from '../helpers/http.ts';
@@ -184,5 +184,127 @@ describe('slow request bodies (slowhttptest -B, R.U.D.Y.)', () => {
     });
     expect(await bufferedBytes(stack)).toBe(0);
     expect(client?.text()).toBe('');
+  });
+});
+
+/** `shim_streaming_uploads`: request bodies streaming to the upstream now, each holding a connection. */
+async function streamingUploads(stack: Stack): Promise<number> {
+  const text = await stack.metrics.registry.getSingleMetricAsString('shim_streaming_uploads');
+  return Number(/^shim_streaming_uploads (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+}
+
+async function slotRefusals(stack: Stack): Promise<number> {
+  const { values } = await stack.metrics.rejections.get();
+  return values.find((v) => v.labels.reason === 'streaming_uploads')?.value ?? 0;
+}
+
+/** The 503 of a streamed body beyond MAX_STREAMING_UPLOADS, as a client reads it. */
+function expectSlotRefusal(client: RawClient): void {
+  const [head, body] = client.text().split('\r\n\r\n');
+  expect(head).toMatch(/^HTTP\/1\.1 503 /);
+  expect(head).toMatch(/\r\nRetry-After: 1\r\n/i);
+  expect(head).toMatch(/\r\nConnection: close\r\n/i);
+  expect(JSON.parse(body ?? '')).toMatchObject({
+    statusCode: 503,
+    message: expect.stringContaining('MAX_STREAMING_UPLOADS'),
+  });
+}
+
+/**
+ * Attack: a chunked R.U.D.Y. — slow bodies framed `Transfer-Encoding: chunked`, which stream from their
+ * first byte (SPEC §4), so that fixes 119 and 120 (bodies of a declared length read up to
+ * `REQUEST_BUFFER_BYTES` first) do not apply. Before fix 122, 1,100 of them on the public `/api/health`
+ * (no credential needed) held all 1,024 upstream connections, and a well-behaved GET waited 60 s for
+ * one, then got 504. Defence (src/proxy/upload-slots.ts, `MAX_STREAMING_UPLOADS`): at most that many
+ * bodies stream at once; a streamed body beyond it gets 503 with `Retry-After` before any of it is read.
+ */
+describe('chunked R.U.D.Y. (slow chunked bodies) against the upstream pool', () => {
+  it('holds at most MAX_STREAMING_UPLOADS upstream connections; the rest get 503 at once; a well-behaved client is served', async () => {
+    const upstream = await answeringUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, MAX_STREAMING_UPLOADS: '4' });
+    stacks.push(stack);
+    const slow = slowBodies(stack, 10, '/api/health', 'chunked');
+    await waitFor(async () => (await slotRefusals(stack)) === 6, { what: 'six bodies refused' });
+    await waitFor(() => upstream.connections() === 4, { what: 'four upstream connections' });
+    expect(await streamingUploads(stack)).toBe(4);
+
+    const served = await send(stack.url, 'GET', '/api/health');
+    expect(served.status).toBe(200);
+    const refused = slow.filter((c) => c.text() !== '');
+    expect(refused).toHaveLength(6);
+    await Promise.all(refused.map((c) => c.closed));
+    for (const client of refused) expectSlotRefusal(client);
+    // The four still trickling reach the upstream; none of the refused ones does.
+    expect(upstream.received.filter((r) => r.startsWith('POST /api/health '))).toHaveLength(4);
+
+    // Once the held bodies end, their slots are free for the next streamed body.
+    for (const d of drips.splice(0)) clearInterval(d);
+    for (const client of slow.filter((c) => c.text() === '')) client.socket.write('0\r\n\r\n');
+    await waitFor(async () => (await streamingUploads(stack)) === 0, { what: 'the slots given back' });
+    const next = await send(stack.url, 'POST', '/api/health', { 'transfer-encoding': 'chunked' }, 'a body');
+    expect(next.status).toBe(200);
+  });
+
+  it('a client gone gives its slot back; a body of a declared length up to REQUEST_BUFFER_BYTES needs none', async () => {
+    const upstream = await answeringUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, MAX_STREAMING_UPLOADS: '1' });
+    stacks.push(stack);
+    const [holder] = slowBodies(stack, 1, '/api/health', 'chunked');
+    await waitFor(async () => (await streamingUploads(stack)) === 1, { what: 'the one slot held' });
+
+    const small = await send(stack.url, 'POST', '/api/health', {}, 'hello');
+    expect(small.status).toBe(200);
+    const [second] = slowBodies(stack, 1, '/api/health', 'chunked');
+    await second?.closed;
+    expectSlotRefusal(second as RawClient);
+
+    holder?.socket.destroy();
+    await waitFor(async () => (await streamingUploads(stack)) === 0, { what: 'the slot given back' });
+    const [third] = slowBodies(stack, 1, '/api/health', 'chunked');
+    await waitFor(async () => (await streamingUploads(stack)) === 1, { what: 'the slot taken again' });
+    expect(third?.text()).toBe('');
+  });
+
+  it('the rest of a body above REQUEST_BUFFER_BYTES takes a slot: beyond the bound, 503 after its first bytes', async () => {
+    const upstream = await answeringUpstream();
+    const stack = await startStack({
+      UPSTREAM_URL: upstream.url,
+      REQUEST_BUFFER_BYTES: '1kb',
+      MAX_STREAMING_UPLOADS: '1',
+    });
+    stacks.push(stack);
+    const large = () => {
+      const client = openRaw(stack.url);
+      clients.push(client);
+      client.socket.write(
+        `POST /api/health HTTP/1.1\r\nHost: shim.test\r\nContent-Length: 4096\r\n\r\n${'a'.repeat(1500)}`,
+      );
+      return client;
+    };
+    const first = large();
+    await waitFor(() => upstream.received[0]?.includes('a'.repeat(1500)), {
+      what: 'the first body upstream',
+    });
+    const second = large();
+    await second.closed;
+    expectSlotRefusal(second);
+    expect(upstream.connections()).toBe(1);
+    expect(first.text()).toBe('');
+  });
+
+  it('a streamed body beyond the bound that expects 100-continue gets the 503 instead of 100 Continue', async () => {
+    const upstream = await answeringUpstream();
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, MAX_STREAMING_UPLOADS: '1' });
+    stacks.push(stack);
+    slowBodies(stack, 1, '/api/health', 'chunked');
+    await waitFor(async () => (await streamingUploads(stack)) === 1, { what: 'the one slot held' });
+    const client = openRaw(stack.url);
+    clients.push(client);
+    client.socket.write(
+      'POST /api/health HTTP/1.1\r\nHost: shim.test\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n',
+    );
+    await client.closed;
+    expect(client.text()).not.toMatch(/100 Continue/);
+    expectSlotRefusal(client);
   });
 });

@@ -47,7 +47,8 @@ const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
  * The core's variables of SPEC §2's table (plugins declare the rest), `FORWARDED_HEADERS`: the
  * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers"),
  * `CORS_ALLOWED_ORIGINS`: the browser clients SPEC §7's shim-made responses leave open, and
- * `REQUEST_BUFFER_BYTES`: small bodies held whole, as nginx buffers them (slow clients).
+ * `REQUEST_BUFFER_BYTES`: small bodies held whole, as nginx buffers them (slow clients), and
+ * `MAX_STREAMING_UPLOADS`: the upstream pool's share for bodies still arriving (slow chunked clients).
  */
 const SPEC_VARIABLES = [
   'PORT',
@@ -64,6 +65,7 @@ const SPEC_VARIABLES = [
   'API_KEY_HEADER',
   'MAX_REWRITE_BODY',
   'REQUEST_BUFFER_BYTES',
+  'MAX_STREAMING_UPLOADS',
   'MAX_BUFFERED_BYTES',
   'BODY_TIMEOUT_MS',
   'UPSTREAM_CA_FILE',
@@ -109,6 +111,7 @@ describe('loadConfig defaults', () => {
     ['MAX_BUFFERED_BYTES', (c) => c.maxBufferedBytes, 64 * 1024 * 1024],
     ['BODY_TIMEOUT_MS', (c) => c.bodyTimeoutMs, 30_000],
     ['REQUEST_BUFFER_BYTES', (c) => c.requestBufferBytes, 64 * 1024],
+    ['MAX_STREAMING_UPLOADS', (c) => c.maxStreamingUploads, 256],
     ['UPSTREAM_CA_FILE', (c) => c.upstreamCa, undefined],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
     ['UPSTREAM_IDLE_TIMEOUT_MS', (c) => c.upstreamIdleTimeoutMs, 4_000],
@@ -166,6 +169,7 @@ describe('loadConfig with values', () => {
       MAX_BUFFERED_BYTES: '2mb',
       BODY_TIMEOUT_MS: '5000',
       REQUEST_BUFFER_BYTES: '0',
+      MAX_STREAMING_UPLOADS: '1024',
       UPSTREAM_TIMEOUT_MS: '1500',
       UPSTREAM_IDLE_TIMEOUT_MS: '2000',
       FORWARDED_HEADERS: 'replace',
@@ -185,6 +189,7 @@ describe('loadConfig with values', () => {
     expect(c.maxRewriteBody).toBe(512 * 1024);
     expect(c.maxBufferedBytes).toBe(2 * 1024 * 1024);
     expect(c.requestBufferBytes).toBe(0);
+    expect(c.maxStreamingUploads).toBe(1024);
     expect(c.bodyTimeoutMs).toBe(5000);
     expect(c.upstreamTimeoutMs).toBe(1500);
     expect(c.upstreamIdleTimeoutMs).toBe(2000);
@@ -256,6 +261,10 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
       'REQUEST_BUFFER_BYTES',
       { REQUEST_BUFFER_BYTES: '4mb', MAX_BUFFERED_BYTES: '4mb', MAX_REWRITE_BODY: '1kb' },
     ],
+    ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: '0' }],
+    // More than the upstream pool's connections (upstream-agent.ts UPSTREAM_POOL_SOCKETS).
+    ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: '1025' }],
+    ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: 'half' }],
     ['UPSTREAM_CA_FILE', { UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '0' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '10s' }],

@@ -90,6 +90,7 @@ describe('createMetrics', () => {
       'encoding',
       'buffer_budget',
       'body_timeout',
+      'streaming_uploads',
     ]);
     zero('shim_response_patches_skipped_total', 'reason', [
       'invalid_json',

@@ -1,0 +1,80 @@
+/**
+ * The bound on request bodies streaming to the upstream at once (`MAX_STREAMING_UPLOADS`): a bulkhead
+ * inside the upstream pool. A streamed body (a chunked one, or the rest of one larger than
+ * `REQUEST_BUFFER_BYTES`) holds its upstream connection for as long as the client takes to send it, so
+ * clients that trickle such bodies — a chunked R.U.D.Y., or 64 KiB sent at once and the rest a byte at a
+ * time — could hold every connection of the pool (`UPSTREAM_POOL_SOCKETS`), and every other request
+ * then waited for one and got 504 after `UPSTREAM_TIMEOUT_MS` (docs/reliability.md fix 122). With the
+ * bound, they hold at most `limit` connections; the rest of the pool stays for requests whose bodies
+ * have arrived (or that have none), and a streamed body beyond the bound gets 503 with `Retry-After`,
+ * as Envoy's circuit breakers answer a cluster's overflow. The bodies still stream (SPEC §4).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** Counts the streamed request bodies in flight against their bound. */
+export interface UploadSlots {
+  /** Takes a slot; `false`, taking nothing, when all `limit` are in use. */
+  tryTake(): boolean;
+  /** Gives a slot back (never below 0: a double give is the caller's bug, and must not widen the bound). */
+  give(): void;
+  /** Slots in use now. */
+  readonly inUse: number;
+  /** The most slots in use at once (`MAX_STREAMING_UPLOADS`). */
+  readonly limit: number;
+}
+
+/**
+ * Creates the slots of `limit` streamed request bodies.
+ * @param limit Positive whole number (`MAX_STREAMING_UPLOADS`; at most the pool's size to mean anything).
+ * @returns An {@link UploadSlots} with none in use.
+ * @throws {RangeError} when `limit` is not a positive safe integer.
+ * @example
+ * const slots = createUploadSlots(256);
+ * if (!slots.tryTake()) throw new ShimError('streaming_uploads', '…');
+ */
+export function createUploadSlots(limit: number): UploadSlots {
+  if (!Number.isSafeInteger(limit) || limit <= 0) throw new RangeError(`invalid upload slot limit ${limit}`);
+  let inUse = 0;
+  return {
+    tryTake(): boolean {
+      if (inUse >= limit) return false;
+      inUse += 1;
+      return true;
+    },
+    give(): void {
+      inUse = Math.max(0, inUse - 1);
+    },
+    get inUse() {
+      return inUse;
+    },
+    limit,
+  };
+}
+
+/**
+ * Takes a slot for an exchange whose request body streams to the upstream, and gives it back once the
+ * client has sent the whole body (`req`'s `end`: from then on the upstream connection waits on the
+ * upstream, not on the client) or the exchange is over (`res`'s `close`; a client gone), whichever
+ * comes first. A body that has already arrived in full needs no slot.
+ * @param slots The process's slots.
+ * @param req The client's request, its body not yet (or not wholly) read.
+ * @param res Its response.
+ * @returns `false` when no slot is free (the caller refuses the request: 503); `true` otherwise.
+ * @example
+ * if (!holdUploadSlot(slots, req, res)) throw new ShimError('streaming_uploads', '…');
+ */
+export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.complete) return true;
+  if (!slots.tryTake()) return false;
+  let held = true;
+  const give = () => {
+    if (!held) return;
+    held = false;
+    slots.give();
+    req.off('end', give);
+    res.off('close', give);
+  };
+  req.once('end', give);
+  res.once('close', give);
+  return true;
+}
