@@ -71,7 +71,7 @@ export interface Config {
    */
   requestBufferBytes: number;
   /**
-   * Most request bodies streaming to the upstream at once (`MAX_STREAMING_UPLOADS`, default 256; 503
+   * Most request bodies streaming to the upstream at once (`MAX_STREAMING_UPLOADS`, default 512; 503
    * beyond): each holds an upstream connection until its last byte arrives.
    */
   maxStreamingUploads: number;
@@ -491,9 +491,9 @@ export const CORE_VARIABLES = {
       "A request body of a declared `Content-Length` is read up to this size before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.), whatever length it declares, holds no upstream connection until this much has arrived. A body up to this size goes upstream whole (and an idempotent request can be sent again on a connection the upstream had closed); a larger one goes on from there, its first bytes then the rest as it comes. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408: with the defaults, a body's first 64 KiB must arrive at 2.2 KB/s or faster), released once written upstream. A chunked body (no declared length: a stream a client may send as it goes) streams from its first byte. `0` streams every body from its first byte. Sizes as `MAX_REWRITE_BODY`.",
   },
   MAX_STREAMING_UPLOADS: {
-    schema: parsers.count(256, UPSTREAM_POOL_SOCKETS),
-    default: '256',
-    meaning: `Most request bodies streaming to the upstream at once: chunked bodies, and the rest of those declaring more than \`REQUEST_BUFFER_BYTES\`. Each holds one of the pool's ${UPSTREAM_POOL_SOCKETS} upstream connections until its last byte arrives, so clients that send such bodies slowly (a chunked R.U.D.Y.) could otherwise hold them all, and every other request would wait for a connection and get 504. Beyond it a streamed body gets 503 with \`Retry-After: 1\` before any of it is read (no \`100 Continue\`), counted in \`shim_rejections_total{reason="streaming_uploads"}\` and logged at \`warn\`; the connection closes after it. The default keeps three quarters of the pool for requests whose bodies have arrived or that have none. A body of a declared length up to \`REQUEST_BUFFER_BYTES\` goes whole and needs no slot. 1–${UPSTREAM_POOL_SOCKETS}.`,
+    schema: parsers.count(512, UPSTREAM_POOL_SOCKETS),
+    default: '512',
+    meaning: `Most request bodies streaming to the upstream at once: chunked bodies, and the rest of those declaring more than \`REQUEST_BUFFER_BYTES\`. Each holds one of the pool's ${UPSTREAM_POOL_SOCKETS} upstream connections until its last byte arrives, so clients that send such bodies slowly (a chunked R.U.D.Y.) could otherwise hold them all, and every other request would wait for a connection and get 504. Beyond it a streamed body gets 503 with \`Retry-After: 1\` before any of it is read (no \`100 Continue\`), counted in \`shim_rejections_total{reason="streaming_uploads"}\` and logged at \`warn\`; the connection closes after it. The default keeps half of the pool for requests whose bodies have arrived or that have none. A body of a declared length up to \`REQUEST_BUFFER_BYTES\` goes whole and needs no slot. 1–${UPSTREAM_POOL_SOCKETS}.`,
   },
   MAX_BUFFERED_BYTES: {
     schema: parsers.byteSize('64mb'),

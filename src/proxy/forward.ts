@@ -169,7 +169,7 @@ const UPLOAD_STALLED =
  *   maxRewriteBody: 1024 * 1024,
  *   bodyTimeoutMs: 30_000,
  *   budget: createBufferBudget(64 * 1024 * 1024),
- *   uploadSlots: createUploadSlots(256),
+ *   uploadSlots: createUploadSlots(512),
  *   metrics,
  *   logger,
  *   responseHeaders: () => [],

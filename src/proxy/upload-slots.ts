@@ -29,7 +29,7 @@ export interface UploadSlots {
  * @returns An {@link UploadSlots} with none in use.
  * @throws {RangeError} when `limit` is not a positive safe integer.
  * @example
- * const slots = createUploadSlots(256);
+ * const slots = createUploadSlots(512);
  * if (!slots.tryTake()) throw new ShimError('streaming_uploads', '…');
  */
 export function createUploadSlots(limit: number): UploadSlots {
