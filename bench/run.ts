@@ -31,6 +31,7 @@ import {
   startProcess,
   startShim as startShimProcess,
 } from './lib/processes.ts';
+import { resultFilePath } from './lib/result-file.ts';
 import { shippedNodeFlags } from './lib/shipped.ts';
 import { fixed, markdownTable, median } from './lib/stats.ts';
 import {
@@ -470,7 +471,7 @@ async function main(): Promise<void> {
   const outDir = SMOKE ? scratch : args.out;
   mkdirSync(outDir, { recursive: true });
   const date = new Date().toISOString().slice(0, 10);
-  const resultFile = join(outDir, `${date}.md`);
+  const resultFile = resultFilePath(outDir, date, existsSync);
   writeFileSync(resultFile, `# Benchmark ${date}\n\n${report}\n`);
   if (!SMOKE) updateLatest(report, resultFile);
   log(`written: ${resultFile}${SMOKE ? ' (smoke run: temporary)' : ' and bench/RESULTS.md'}`);
