@@ -383,8 +383,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
    * test/security/slow-body-upstream-pool.test.ts › chunked R.U.D.Y.).
    * @returns The 503 to answer with when no slot is free, else `undefined` (a slot held, or none needed).
    */
-  const uploadSlotRefusal = ({ req, res, body }: Forwarding): ShimError | undefined =>
-    body === 'stream' && !holdUploadSlot(uploadSlots, req, res)
+  const uploadSlotRefusal = ({ req, body }: Forwarding): ShimError | undefined =>
+    body === 'stream' && !holdUploadSlot(uploadSlots, req)
       ? new ShimError('streaming_uploads', STREAMING_UPLOADS_FULL)
       : undefined;
 

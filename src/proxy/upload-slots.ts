@@ -9,7 +9,7 @@
  * have arrived (or that have none), and a streamed body beyond the bound gets 503 with `Retry-After`,
  * as Envoy's circuit breakers answer a cluster's overflow. The bodies still stream (SPEC §4).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 
 /** Counts the streamed request bodies in flight against their bound. */
 export interface UploadSlots {
@@ -54,27 +54,36 @@ export function createUploadSlots(limit: number): UploadSlots {
 /**
  * Takes a slot for an exchange whose request body streams to the upstream, and gives it back once the
  * client has sent the whole body (`req`'s `end`: from then on the upstream connection waits on the
- * upstream, not on the client) or the exchange is over (`res`'s `close`; a client gone), whichever
- * comes first. A body that has already arrived in full needs no slot.
+ * upstream, not on the client) or the request is over without it (`req`'s `close`, or its
+ * connection's: the client gone), whichever comes first. Not when the response finishes: an upstream may
+ * answer early (a 404 or 401 before it reads the body) and go on reading, and the upload goes on with
+ * it on the same upstream connection (upload.ts `keepUploadGoing`), as long as the client trickles it —
+ * released with the response, a slot let such clients hold any number of upstream connections
+ * (test/security/slow-body-upstream-pool.test.ts › chunked R.U.D.Y.). A body that has already arrived
+ * in full needs no slot.
  * @param slots The process's slots.
  * @param req The client's request, its body not yet (or not wholly) read.
- * @param res Its response.
  * @returns `false` when no slot is free (the caller refuses the request: 503); `true` otherwise.
  * @example
- * if (!holdUploadSlot(slots, req, res)) throw new ShimError('streaming_uploads', '…');
+ * if (!holdUploadSlot(slots, req)) throw new ShimError('streaming_uploads', '…');
  */
-export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage, res: ServerResponse): boolean {
+export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage): boolean {
   if (req.complete) return true;
   if (!slots.tryTake()) return false;
   let held = true;
+  const { socket } = req;
   const give = () => {
     if (!held) return;
     held = false;
     slots.give();
     req.off('end', give);
-    res.off('close', give);
+    req.off('close', give);
+    socket.off('close', give);
   };
   req.once('end', give);
-  res.once('close', give);
+  req.once('close', give);
+  // Once its response has finished, Node's server tells the request nothing of its connection closing
+  // (upload.ts keepUploadGoing listens to the socket for the same reason).
+  socket.once('close', give);
   return true;
 }

@@ -265,6 +265,36 @@ describe('chunked R.U.D.Y. (slow chunked bodies) against the upstream pool', () 
     expect(third?.text()).toBe('');
   });
 
+  it('an early answer does not give the slot back while the body still arrives (the upload goes on upstream)', async () => {
+    // An upstream that answers every request at its head (a 404 before reading the body, as a router
+    // does for an unknown route) and keeps reading on the same connection, as Node's server does.
+    const upstream = await startRawUpstream((socket, received) => {
+      const s = socket as typeof socket & { answered?: boolean };
+      if (s.answered !== true && received.includes('\r\n\r\n')) {
+        s.answered = true;
+        socket.write(
+          'HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+        );
+      }
+    });
+    upstreams.push(upstream);
+    const stack = await startStack({ UPSTREAM_URL: upstream.url, MAX_STREAMING_UPLOADS: '2' });
+    stacks.push(stack);
+    const first = slowBodies(stack, 2, '/api/health', 'chunked');
+    await waitFor(() => first.every((c) => c.text().startsWith('HTTP/1.1 404 ')), {
+      what: 'the early answers relayed',
+    });
+    // Their bodies still trickle upstream on the two connections: the slots stay held.
+    expect(await streamingUploads(stack)).toBe(2);
+    const later = slowBodies(stack, 3, '/api/health', 'chunked');
+    await Promise.all(later.map((c) => c.closed));
+    for (const client of later) expectSlotRefusal(client);
+    expect(upstream.connections()).toBe(2);
+    // Clients gone after their answers give their slots back (Node's request hears nothing of it).
+    for (const client of first) client.socket.destroy();
+    await waitFor(async () => (await streamingUploads(stack)) === 0, { what: 'the slots given back' });
+  });
+
   it('the rest of a body above REQUEST_BUFFER_BYTES takes a slot: beyond the bound, 503 after its first bytes', async () => {
     const upstream = await answeringUpstream();
     const stack = await startStack({

@@ -1,18 +1,20 @@
 /**
  * The bound on request bodies streaming to the upstream at once (MAX_STREAMING_UPLOADS,
- * src/proxy/upload-slots.ts): all-or-nothing slots, given back once per exchange, on the body's end or
- * the exchange's close. No sockets: the request and response are event-emitter stand-ins.
+ * src/proxy/upload-slots.ts): all-or-nothing slots, given back once per request, on the body's end or
+ * the request's or its connection's close. No sockets: the request and its connection are event-emitter
+ * stand-ins.
  */
 import { EventEmitter } from 'node:events';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { createUploadSlots, holdUploadSlot } from '../../../src/proxy/upload-slots.ts';
 
-/** A request whose body is still arriving (`complete` false until told), and its response. */
-function exchange(complete = false) {
-  const req = Object.assign(new EventEmitter(), { complete }) as unknown as IncomingMessage;
-  const res = new EventEmitter() as unknown as ServerResponse;
-  return { req, res };
+/** A request whose body is still arriving (`complete` false unless told), on a connection of its own. */
+function request(complete = false): IncomingMessage {
+  return Object.assign(new EventEmitter(), {
+    complete,
+    socket: new EventEmitter(),
+  }) as unknown as IncomingMessage;
 }
 
 describe('createUploadSlots', () => {
@@ -43,50 +45,58 @@ describe('createUploadSlots', () => {
 describe('holdUploadSlot', () => {
   it("holds a slot until the body's end", () => {
     const slots = createUploadSlots(1);
-    const { req, res } = exchange();
-    expect(holdUploadSlot(slots, req, res)).toBe(true);
+    const req = request();
+    expect(holdUploadSlot(slots, req)).toBe(true);
     expect(slots.inUse).toBe(1);
     req.emit('end');
     expect(slots.inUse).toBe(0);
   });
 
-  it('gives the slot back when the exchange closes first (a client gone, a refusal)', () => {
+  it('gives the slot back when the request closes without its end (a client gone)', () => {
     const slots = createUploadSlots(1);
-    const { req, res } = exchange();
-    holdUploadSlot(slots, req, res);
-    res.emit('close');
+    const req = request();
+    holdUploadSlot(slots, req);
+    req.emit('close');
+    expect(slots.inUse).toBe(0);
+  });
+
+  it("gives it back when the connection closes and the request hears nothing (its response finished: Node's server)", () => {
+    const slots = createUploadSlots(1);
+    const req = request();
+    holdUploadSlot(slots, req);
+    req.socket.emit('close');
     expect(slots.inUse).toBe(0);
   });
 
   it('gives it back once when both happen, and leaves no listener behind', () => {
     const slots = createUploadSlots(2);
-    const other = exchange();
-    holdUploadSlot(slots, other.req, other.res);
-    const { req, res } = exchange();
-    holdUploadSlot(slots, req, res);
+    holdUploadSlot(slots, request());
+    const req = request();
+    holdUploadSlot(slots, req);
     req.emit('end');
-    res.emit('close');
-    // The other exchange's slot is still held: the second event gave nothing back.
+    req.emit('close');
+    // The other request's slot is still held: the second event gave nothing back.
     expect(slots.inUse).toBe(1);
     expect(req.listenerCount('end')).toBe(0);
-    expect(res.listenerCount('close')).toBe(0);
+    expect(req.listenerCount('close')).toBe(0);
+    // A keep-alive connection carries further requests: nothing of this one stays on it.
+    expect(req.socket.listenerCount('close')).toBe(0);
   });
 
   it('refuses when every slot is held, taking nothing and listening to nothing', () => {
     const slots = createUploadSlots(1);
-    const first = exchange();
-    holdUploadSlot(slots, first.req, first.res);
-    const { req, res } = exchange();
-    expect(holdUploadSlot(slots, req, res)).toBe(false);
+    holdUploadSlot(slots, request());
+    const req = request();
+    expect(holdUploadSlot(slots, req)).toBe(false);
     expect(slots.inUse).toBe(1);
-    expect(res.listenerCount('close')).toBe(0);
+    expect(req.listenerCount('end')).toBe(0);
+    expect(req.listenerCount('close')).toBe(0);
   });
 
   it('needs no slot for a body that has already arrived whole', () => {
     const slots = createUploadSlots(1);
     slots.tryTake();
-    const { req, res } = exchange(true);
-    expect(holdUploadSlot(slots, req, res)).toBe(true);
+    expect(holdUploadSlot(slots, request(true))).toBe(true);
     expect(slots.inUse).toBe(1);
   });
 });
