@@ -230,8 +230,9 @@ describe('chunked R.U.D.Y. (slow chunked bodies) against the upstream pool', () 
 
     const served = await send(stack.url, 'GET', '/api/health');
     expect(served.status).toBe(200);
+    // Counted when the 503 is written: its bytes reach each client a moment later.
+    await waitFor(() => slow.filter((c) => c.text() !== '').length === 6, { what: 'six 503s received' });
     const refused = slow.filter((c) => c.text() !== '');
-    expect(refused).toHaveLength(6);
     await Promise.all(refused.map((c) => c.closed));
     for (const client of refused) expectSlotRefusal(client);
     // The four still trickling reach the upstream; none of the refused ones does.
