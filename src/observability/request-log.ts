@@ -1,6 +1,7 @@
 /**
  * One log line per request (SPEC §8): method, path, status, duration, client version, the fields
- * plugins added (e.g. what a plugin rewrote). Headers, cookies and the query are never serialized, so no
+ * plugins added (e.g. what a plugin rewrote), and the request's `X-Request-Id` and trace id when it
+ * carries valid ones (correlation.ts). No other header, no cookie and no query is ever serialized, so no
  * credential can reach the log; the logger's redaction is a second line of defence, and it runs for
  * every line a redaction path can reach into (`loggerForLine`: a plugin's log field named `headers` or
  * `cookies`); the request log's own `req` and `res` objects hold no such key.
@@ -15,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { CLIENT_CAUSED_5XX } from '../proxy/errors.ts';
 import { stateOf } from '../proxy/exchange.ts';
+import { requestIdOf, traceIdOf } from './correlation.ts';
 import { loggerForLine } from './logger.ts';
 
 /**
@@ -23,8 +25,8 @@ import { loggerForLine } from './logger.ts';
  * once. The shim's pipeline calls it from its first middleware (app.ts), with the exchange's metrics
  * as `onFinish`, so that one pair of listeners serves both.
  *
- * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), clientVersion, route,
- * rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
+ * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), requestId?, traceId?,
+ * clientVersion, route, rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
  * 5xx status, but for the shim's 501 to a protocol upgrade and 505 to another HTTP version,
  * `CLIENT_CAUSED_5XX`: the client's doing, which any client can repeat, so it must not fill the error
  * log). `aborted: true` marks a connection that closed before its response ended.
@@ -68,6 +70,12 @@ function writeLine(
     res: { statusCode: status },
     responseTime: Math.round(performance.now() - arrived),
   };
+  // Correlation with the ingress's, the upstream's and a tracer's records (correlation.ts): checked
+  // values of two headers that carry no credential, the only header values the line holds.
+  const requestId = requestIdOf(req.headers['x-request-id']);
+  if (requestId !== undefined) line.requestId = requestId;
+  const traceId = traceIdOf(req.headers.traceparent);
+  if (traceId !== undefined) line.traceId = traceId;
   if (state) {
     line.clientVersion = state.exchange.clientVersion?.version;
     line.route = state.route;

@@ -101,6 +101,20 @@ describe('request log', () => {
     expect((await lines())[0]).toMatchObject({ res: { statusCode: 401 }, rejection: 'credentials' });
   });
 
+  it("writes the request's X-Request-Id and traceparent's trace id, for correlation; invalid ones not", async () => {
+    const { url, lines } = await start();
+    const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    await fetch(`${url}/one`, {
+      headers: { 'x-request-id': 'ingress-7f3a', traceparent: `00-${trace}-00f067aa0ba902b7-01` },
+    });
+    await fetch(`${url}/two`, { headers: { 'x-request-id': 'x'.repeat(200), traceparent: 'nonsense' } });
+    const [one, two] = await lines();
+    expect(one).toMatchObject({ req: { path: '/one' }, requestId: 'ingress-7f3a', traceId: trace });
+    expect(two).toMatchObject({ req: { path: '/two' } });
+    expect(two).not.toHaveProperty('requestId');
+    expect(two).not.toHaveProperty('traceId');
+  });
+
   it('never writes cookies, API keys, Authorization or Set-Cookie', async () => {
     const { url, text } = await start();
     await fetch(`${url}/user/me`, {
