@@ -381,12 +381,16 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
    * MAX_STREAMING_UPLOADS of them at once, so that clients trickling chunked bodies (or the rest of
    * large ones) cannot take the whole pool (upload-slots.ts; docs/reliability.md fix 122;
    * test/security/slow-body-upstream-pool.test.ts › chunked R.U.D.Y.).
+   * Sets `f.giveUploadSlotBack`, which the attempt calls when its upstream request closes.
    * @returns The 503 to answer with when no slot is free, else `undefined` (a slot held, or none needed).
    */
-  const uploadSlotRefusal = ({ req, body }: Forwarding): ShimError | undefined =>
-    body === 'stream' && !holdUploadSlot(uploadSlots, req)
-      ? new ShimError('streaming_uploads', STREAMING_UPLOADS_FULL)
-      : undefined;
+  const uploadSlotRefusal = (f: Forwarding): ShimError | undefined => {
+    if (f.body !== 'stream') return undefined;
+    const giveBack = holdUploadSlot(uploadSlots, f.req);
+    if (giveBack === undefined) return new ShimError('streaming_uploads', STREAMING_UPLOADS_FULL);
+    f.giveUploadSlotBack = giveBack;
+    return undefined;
+  };
 
   /** Builds the upstream request's head and forwards the exchange. */
   const dispatch = (f: Forwarding): void => {

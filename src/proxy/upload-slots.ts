@@ -51,25 +51,37 @@ export function createUploadSlots(limit: number): UploadSlots {
   };
 }
 
+/** Gives an upload slot back (idempotent: only the first call of a hold gives anything). */
+export type GiveBack = () => void;
+
+/** What holds nothing: a body that has already arrived whole needs no slot. */
+const NOTHING_HELD: GiveBack = () => {};
+
 /**
  * Takes a slot for an exchange whose request body streams to the upstream, and gives it back once the
  * client has sent the whole body (`req`'s `end`: from then on the upstream connection waits on the
  * upstream, not on the client) or the request is over without it (`req`'s `close`, or its
- * connection's: the client gone), whichever comes first. Not when the response finishes: an upstream may
- * answer early (a 404 or 401 before it reads the body) and go on reading, and the upload goes on with
- * it on the same upstream connection (upload.ts `keepUploadGoing`), as long as the client trickles it —
- * released with the response, a slot let such clients hold any number of upstream connections
- * (test/security/slow-body-upstream-pool.test.ts › chunked R.U.D.Y.). A body that has already arrived
- * in full needs no slot.
+ * connection's: the client gone), or when the caller calls the returned function — the forwarder does
+ * when the upstream request closes (upstream-attempt.ts): its connection is then held no more (an
+ * upstream that answered early and closed), while the rest of the body may still be read and dropped
+ * (upload.ts `boundDiscard`). Not when the response finishes: an upstream may answer early (a 404 or
+ * 401 before it reads the body) and go on reading, and the upload goes on with it on the same upstream
+ * connection (upload.ts `keepUploadGoing`), as long as the client trickles it — released with the
+ * response, a slot let such clients hold any number of upstream connections
+ * (test/security/slow-body-upstream-pool.test.ts › chunked R.U.D.Y.).
  * @param slots The process's slots.
  * @param req The client's request, its body not yet (or not wholly) read.
- * @returns `false` when no slot is free (the caller refuses the request: 503); `true` otherwise.
+ * @returns `undefined` when no slot is free (the caller refuses the request: 503); otherwise the
+ *   function that gives the slot back early (a no-op for a body that has already arrived whole, which
+ *   needs no slot).
  * @example
- * if (!holdUploadSlot(slots, req)) throw new ShimError('streaming_uploads', '…');
+ * const giveBack = holdUploadSlot(slots, req);
+ * if (giveBack === undefined) throw new ShimError('streaming_uploads', '…');
+ * upstreamReq.once('close', giveBack);
  */
-export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage): boolean {
-  if (req.complete) return true;
-  if (!slots.tryTake()) return false;
+export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage): GiveBack | undefined {
+  if (req.complete) return NOTHING_HELD;
+  if (!slots.tryTake()) return undefined;
   let held = true;
   const { socket } = req;
   const give = () => {
@@ -85,5 +97,5 @@ export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage): boolea
   // Once its response has finished, Node's server tells the request nothing of its connection closing
   // (upload.ts keepUploadGoing listens to the socket for the same reason).
   socket.once('close', give);
-  return true;
+  return give;
 }

@@ -58,6 +58,11 @@ export interface Forwarding {
    */
   bodyStart?: Buffer;
   /**
+   * Gives back the upload slot a streamed body holds (upload-slots.ts, `MAX_STREAMING_UPLOADS`): called
+   * when the upstream request closes, its connection then held no more for the body.
+   */
+  giveUploadSlotBack?: () => void;
+  /**
    * The budget held for a rewritten body: released once the upstream's head arrived and the body has
    * left the shim (written to the kernel, or its upstream request closed), or when the exchange ends
    * first.
@@ -157,6 +162,10 @@ export function createUpstreamAttempt(
       const upstreamReq =
         attempt === 0 ? transport.request(options) : onNewConnection(agent, () => transport.request(options));
       current = upstreamReq;
+      // A streamed body's upload slot is for the upstream connection it holds: given back when the
+      // request closes (its response ended and its body sent, or its connection gone), if the body's
+      // end or the client's close has not given it back before.
+      if (f.giveUploadSlotBack !== undefined) upstreamReq.once('close', f.giveUploadSlotBack);
       // Every field of the upstream's head is read: Node's client keeps the first 1,000 by default and
       // drops the rest without a word (a `Vary`, `Cache-Control: private` or `Set-Cookie` after them
       // was lost to the client). The head stays bounded by the parser's size limit (Node's

@@ -46,7 +46,7 @@ describe('holdUploadSlot', () => {
   it("holds a slot until the body's end", () => {
     const slots = createUploadSlots(1);
     const req = request();
-    expect(holdUploadSlot(slots, req)).toBe(true);
+    expect(holdUploadSlot(slots, req)).toBeTypeOf('function');
     expect(slots.inUse).toBe(1);
     req.emit('end');
     expect(slots.inUse).toBe(0);
@@ -68,6 +68,19 @@ describe('holdUploadSlot', () => {
     expect(slots.inUse).toBe(0);
   });
 
+  it('gives it back when the caller does (the upstream request closed), once, listeners removed', () => {
+    const slots = createUploadSlots(2);
+    holdUploadSlot(slots, request());
+    const req = request();
+    const giveBack = holdUploadSlot(slots, req);
+    giveBack?.();
+    giveBack?.();
+    req.emit('end');
+    expect(slots.inUse).toBe(1);
+    expect(req.listenerCount('end')).toBe(0);
+    expect(req.socket.listenerCount('close')).toBe(0);
+  });
+
   it('gives it back once when both happen, and leaves no listener behind', () => {
     const slots = createUploadSlots(2);
     holdUploadSlot(slots, request());
@@ -87,7 +100,7 @@ describe('holdUploadSlot', () => {
     const slots = createUploadSlots(1);
     holdUploadSlot(slots, request());
     const req = request();
-    expect(holdUploadSlot(slots, req)).toBe(false);
+    expect(holdUploadSlot(slots, req)).toBeUndefined();
     expect(slots.inUse).toBe(1);
     expect(req.listenerCount('end')).toBe(0);
     expect(req.listenerCount('close')).toBe(0);
@@ -96,7 +109,11 @@ describe('holdUploadSlot', () => {
   it('needs no slot for a body that has already arrived whole', () => {
     const slots = createUploadSlots(1);
     slots.tryTake();
-    expect(holdUploadSlot(slots, request(true))).toBe(true);
+    const giveBack = holdUploadSlot(slots, request(true));
+    expect(giveBack).toBeTypeOf('function');
+    expect(slots.inUse).toBe(1);
+    // Giving back what was not taken gives nothing: the slot taken above stays.
+    giveBack?.();
     expect(slots.inUse).toBe(1);
   });
 });
