@@ -72,18 +72,20 @@ const NOTHING_HELD: GiveBack = () => {};
  * @param slots The process's slots.
  * @param req The client's request, its body not yet (or not wholly) read.
  * @returns `undefined` when no slot is free (the caller refuses the request: 503); otherwise the
- *   function that gives the slot back early (a no-op for a body that has already arrived whole, which
- *   needs no slot).
+ *   function that gives the slot back early (a no-op for a body that has already arrived whole, or a
+ *   client already gone, which need none).
  * @example
  * const giveBack = holdUploadSlot(slots, req);
  * if (giveBack === undefined) throw new ShimError('streaming_uploads', '…');
  * upstreamReq.once('close', giveBack);
  */
 export function holdUploadSlot(slots: UploadSlots, req: IncomingMessage): GiveBack | undefined {
-  if (req.complete) return NOTHING_HELD;
+  const { socket } = req;
+  // A client already gone (while the gates ran or the body's start was read) will not be forwarded
+  // (upstream-attempt.ts), and the events that would give a slot back have passed.
+  if (req.complete || req.destroyed || socket.destroyed) return NOTHING_HELD;
   if (!slots.tryTake()) return undefined;
   let held = true;
-  const { socket } = req;
   const give = () => {
     if (!held) return;
     held = false;

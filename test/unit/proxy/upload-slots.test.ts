@@ -106,6 +106,15 @@ describe('holdUploadSlot', () => {
     expect(req.listenerCount('close')).toBe(0);
   });
 
+  it('takes no slot for a client already gone (its close has passed: nothing would give it back)', () => {
+    const slots = createUploadSlots(1);
+    const req = request();
+    Object.assign(req.socket, { destroyed: true });
+    expect(holdUploadSlot(slots, req)).toBeTypeOf('function');
+    expect(slots.inUse).toBe(0);
+    expect(req.socket.listenerCount('close')).toBe(0);
+  });
+
   it('needs no slot for a body that has already arrived whole', () => {
     const slots = createUploadSlots(1);
     slots.tryTake();
