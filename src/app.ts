@@ -17,6 +17,7 @@ import {
   methodLabel,
   registerBufferBudgetGauges,
   registerUploadSlotGauges,
+  registerUpstreamPoolGauges,
   routeShape,
 } from './observability/metrics.ts';
 import { createRequestLog } from './observability/request-log.ts';
@@ -35,7 +36,7 @@ import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
 import { createUploadSlots } from './proxy/upload-slots.ts';
-import type { UpstreamTransportOptions } from './proxy/upstream-agent.ts';
+import { UPSTREAM_POOL_SOCKETS, type UpstreamTransportOptions } from './proxy/upstream-agent.ts';
 
 /**
  * The registered plugins, in order: each brings its configuration schema (handed to `loadConfig`) and
@@ -189,6 +190,8 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     logger,
     responseHeaders,
   });
+
+  registerUpstreamPoolGauges(metrics.registry, forwarder.agent, UPSTREAM_POOL_SOCKETS);
 
   const { admit, onError } = createAdmission(config, {
     logger,

@@ -149,6 +149,66 @@ export function registerUploadSlotGauges(
   });
 }
 
+/** The lists of an `http.Agent` by origin (`agent.sockets`, `freeSockets`, `requests`: Node's documented API). */
+type AgentLists = NodeJS.ReadOnlyDict<readonly unknown[]>;
+
+/** The upstream pool as its gauges read it. */
+export interface UpstreamPoolView {
+  readonly sockets: AgentLists;
+  readonly freeSockets: AgentLists;
+  readonly requests: AgentLists;
+}
+
+/** Sums the lengths of an agent's per-origin lists. */
+function totalOf(lists: AgentLists): number {
+  let total = 0;
+  for (const name in lists) total += lists[name]?.length ?? 0;
+  return total;
+}
+
+/**
+ * Registers the gauges of the upstream connection pool (upstream-agent.ts), read at scrape time:
+ * `shim_upstream_connections{state}` (`active`: carrying a request; `idle`: kept for the next one),
+ * `shim_upstream_connections_limit` (the pool's most connections at once) and
+ * `shim_upstream_requests_waiting` (requests waiting for a connection because the pool is at its
+ * limit; each gets 504 after `UPSTREAM_TIMEOUT_MS` if none frees up). Active connections near the
+ * limit, or any request waiting, is the saturation Envoy reports as `upstream_cx_active` and
+ * `upstream_rq_pending_active`: a slow upstream, slow readers, or streamed uploads
+ * (`shim_streaming_uploads`, bounded by `MAX_STREAMING_UPLOADS`).
+ * @param registry The registry to register them on (once per pool).
+ * @param pool The pool (`forwarder.agent`), read only.
+ * @param limit Its `maxSockets` (`UPSTREAM_POOL_SOCKETS`).
+ * @throws {Error} from prom-client when the registry already holds a metric of one of these names.
+ */
+export function registerUpstreamPoolGauges(registry: Registry, pool: UpstreamPoolView, limit: number): void {
+  new Gauge({
+    name: 'shim_upstream_connections',
+    help: 'Connections of the upstream pool now: active (carrying a request) or idle (kept for the next).',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ state: 'active' }, totalOf(pool.sockets));
+      this.set({ state: 'idle' }, totalOf(pool.freeSockets));
+    },
+  });
+  new Gauge({
+    name: 'shim_upstream_connections_limit',
+    help: 'The most connections the upstream pool opens at once; further requests wait for one.',
+    registers: [registry],
+    collect() {
+      this.set(limit);
+    },
+  });
+  new Gauge({
+    name: 'shim_upstream_requests_waiting',
+    help: 'Requests waiting for an upstream connection because the pool is at its limit.',
+    registers: [registry],
+    collect() {
+      this.set(totalOf(pool.requests));
+    },
+  });
+}
+
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**

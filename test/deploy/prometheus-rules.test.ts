@@ -1,7 +1,7 @@
 /**
  * deploy/prometheus/compat-shim-rules.yaml, the alerting rules of docs/operations.md "Metrics": valid
  * rule groups, every expression naming only metrics and labels the shim exports (as built in-process
- * with the registered plugins), and the five alerts the docs list. (`promtool check rules` checked the
+ * with the registered plugins), and the six alerts the docs list. (`promtool check rules` checked the
  * PromQL itself, with Prometheus 2.42; docs/operations.md "Checked with Prometheus".)
  */
 import { readFileSync } from 'node:fs';
@@ -66,6 +66,11 @@ describe('deploy/prometheus/compat-shim-rules.yaml', () => {
       'the upload slots nearly all held',
       'CompatShimStreamingUploadsFull',
       /shim_streaming_uploads \/ shim_streaming_uploads_limit/,
+    ],
+    [
+      'requests waiting for an upstream connection',
+      'CompatShimUpstreamPoolSaturated',
+      /shim_upstream_requests_waiting/,
     ],
   ])('alerts on %s (docs/operations.md "Alert on")', (_what, alert, pattern) => {
     expect(rules.find((r) => r.alert === alert)?.expr).toMatch(pattern);

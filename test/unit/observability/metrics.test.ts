@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics, methodLabel } from '../../../src/observability/metrics.ts';
+import {
+  createMetrics,
+  methodLabel,
+  registerUpstreamPoolGauges,
+} from '../../../src/observability/metrics.ts';
 
 describe('methodLabel', () => {
   it('keeps the standard methods and folds the rest into OTHER', () => {
@@ -111,5 +115,23 @@ describe('createMetrics', () => {
     const text = await m.registry.metrics();
     expect(text).toContain('shim_upstream_errors_total{kind="refused"} 1\n');
     expect(text).toContain('shim_rejections_total{reason="version"} 1\n');
+  });
+});
+
+describe('registerUpstreamPoolGauges', () => {
+  it("reads the pool's active, idle and waiting counts over every origin at scrape time", async () => {
+    const { registry } = createMetrics(false);
+    const pool = {
+      sockets: { 'a:80:': [1, 2], 'b:80:': [3] } as Record<string, unknown[]>,
+      freeSockets: { 'a:80:': [4] } as Record<string, unknown[]>,
+      requests: {} as Record<string, unknown[]>,
+    };
+    registerUpstreamPoolGauges(registry, pool, 1024);
+    pool.requests['a:80:'] = [5, 6];
+    const text = await registry.metrics();
+    expect(text).toContain('shim_upstream_connections{state="active"} 3');
+    expect(text).toContain('shim_upstream_connections{state="idle"} 1');
+    expect(text).toContain('shim_upstream_requests_waiting 2');
+    expect(text).toContain('shim_upstream_connections_limit 1024');
   });
 });
