@@ -225,6 +225,9 @@ export function createUpstreamAttempt(
         // the pool hands it a socket, which may be never while slow clients hold them all; and it
         // keeps the request queued until then (upstream-agent.ts dropQueuedRequest).
         if (upstreamReq.socket === null) {
+          // Said in the request's log line: the pool was full, not the upstream slow
+          // (shim_upstream_requests_waiting counts such requests while they wait).
+          state.exchange.logFields.waitedForConnection = true;
           dropQueuedRequest(agent, upstreamReq);
           fail(err);
         }

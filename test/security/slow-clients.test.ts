@@ -228,6 +228,10 @@ describe.concurrent('slow bodies holding every pooled upstream connection', () =
       await waitFor(() => replies.length === 2, { what: 'the queued requests’ answers', timeoutMs: 10_000 });
       expect(replies.map((r) => r.status)).toEqual([504, 504]);
       for (const r of replies) expect(JSON.parse(r.text)).toMatchObject({ statusCode: 504 });
+      // Their log lines say why: no upstream connection was free, the upstream itself was not slow.
+      await waitFor(() => stack.logs().filter((l) => l.waitedForConnection === true).length === 2, {
+        what: 'two lines with waitedForConnection',
+      });
       // Answered while the slow bodies still held the pool.
       expect(holdersClosed).toBe(0);
       expect(upstream.open()).toBe(2);
