@@ -86,6 +86,26 @@ export function startAtZero<L extends string>(counter: Counter<L>, label: L, val
 }
 
 /**
+ * Registers a gauge of one value, read at scrape time (prom-client's `collect`): nothing is counted on
+ * the request path.
+ * @param registry The registry to register it on.
+ * @param name The metric's name (`shim_…`).
+ * @param help Its `# HELP` line.
+ * @param read Gives the value now.
+ * @throws {Error} from prom-client when the registry already holds a metric of that name.
+ */
+function scrapedGauge(registry: Registry, name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/**
  * Registers the gauges of the process-wide buffer budget (`MAX_BUFFERED_BYTES`, issue 9 item 2):
  * `shim_buffered_bytes`, the bytes reserved now (request bodies held for a rewrite or up to `REQUEST_BUFFER_BYTES`,
  * values response patches hold, output buffers kept for reuse), and `shim_buffered_bytes_limit`, the
@@ -99,22 +119,18 @@ export function registerBufferBudgetGauges(
   registry: Registry,
   budget: Readonly<Pick<BufferBudget, 'used' | 'limit'>>,
 ): void {
-  new Gauge({
-    name: 'shim_buffered_bytes',
-    help: 'Bytes reserved from MAX_BUFFERED_BYTES now: request bodies held for a rewrite or up to REQUEST_BUFFER_BYTES before they are forwarded, values response patches hold, output buffers kept for reuse.',
-    registers: [registry],
-    collect() {
-      this.set(budget.used);
-    },
-  });
-  new Gauge({
-    name: 'shim_buffered_bytes_limit',
-    help: 'MAX_BUFFERED_BYTES: the most bytes the shim holds for request bodies and patches at once.',
-    registers: [registry],
-    collect() {
-      this.set(budget.limit);
-    },
-  });
+  scrapedGauge(
+    registry,
+    'shim_buffered_bytes',
+    'Bytes reserved from MAX_BUFFERED_BYTES now: request bodies held for a rewrite or up to REQUEST_BUFFER_BYTES before they are forwarded, values response patches hold, output buffers kept for reuse.',
+    () => budget.used,
+  );
+  scrapedGauge(
+    registry,
+    'shim_buffered_bytes_limit',
+    'MAX_BUFFERED_BYTES: the most bytes the shim holds for request bodies and patches at once.',
+    () => budget.limit,
+  );
 }
 
 /**
@@ -131,22 +147,18 @@ export function registerUploadSlotGauges(
   registry: Registry,
   slots: Readonly<Pick<UploadSlots, 'inUse' | 'limit'>>,
 ): void {
-  new Gauge({
-    name: 'shim_streaming_uploads',
-    help: 'Request bodies streaming to the upstream now (chunked, or the rest of one above REQUEST_BUFFER_BYTES), each holding an upstream connection until its last byte arrives.',
-    registers: [registry],
-    collect() {
-      this.set(slots.inUse);
-    },
-  });
-  new Gauge({
-    name: 'shim_streaming_uploads_limit',
-    help: 'MAX_STREAMING_UPLOADS: the most request bodies streaming to the upstream at once.',
-    registers: [registry],
-    collect() {
-      this.set(slots.limit);
-    },
-  });
+  scrapedGauge(
+    registry,
+    'shim_streaming_uploads',
+    'Request bodies streaming to the upstream now (chunked, or the rest of one above REQUEST_BUFFER_BYTES), each holding an upstream connection until its last byte arrives.',
+    () => slots.inUse,
+  );
+  scrapedGauge(
+    registry,
+    'shim_streaming_uploads_limit',
+    'MAX_STREAMING_UPLOADS: the most request bodies streaming to the upstream at once.',
+    () => slots.limit,
+  );
 }
 
 /** The lists of an `http.Agent` by origin (`agent.sockets`, `freeSockets`, `requests`: Node's documented API). */
@@ -191,22 +203,18 @@ export function registerUpstreamPoolGauges(registry: Registry, pool: UpstreamPoo
       this.set({ state: 'idle' }, totalOf(pool.freeSockets));
     },
   });
-  new Gauge({
-    name: 'shim_upstream_connections_limit',
-    help: 'The most connections the upstream pool opens at once; further requests wait for one.',
-    registers: [registry],
-    collect() {
-      this.set(limit);
-    },
-  });
-  new Gauge({
-    name: 'shim_upstream_requests_waiting',
-    help: 'Requests waiting for an upstream connection because the pool is at its limit.',
-    registers: [registry],
-    collect() {
-      this.set(totalOf(pool.requests));
-    },
-  });
+  scrapedGauge(
+    registry,
+    'shim_upstream_connections_limit',
+    'The most connections the upstream pool opens at once; further requests wait for one.',
+    () => limit,
+  );
+  scrapedGauge(
+    registry,
+    'shim_upstream_requests_waiting',
+    'Requests waiting for an upstream connection because the pool is at its limit.',
+    () => totalOf(pool.requests),
+  );
 }
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

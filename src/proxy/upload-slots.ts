@@ -10,6 +10,7 @@
  * as Envoy's circuit breakers answer a cluster's overflow. The bodies still stream (SPEC §4).
  */
 import type { IncomingMessage } from 'node:http';
+import { createBufferBudget } from './buffer-budget.ts';
 
 /** Counts the streamed request bodies in flight against their bound. */
 export interface UploadSlots {
@@ -24,28 +25,22 @@ export interface UploadSlots {
 }
 
 /**
- * Creates the slots of `limit` streamed request bodies.
+ * Creates the slots of `limit` streamed request bodies: a count of one per body on the budget's
+ * all-or-nothing counter (buffer-budget.ts `createBufferBudget`), which never goes below 0.
  * @param limit Positive whole number (`MAX_STREAMING_UPLOADS`; at most the pool's size to mean anything).
  * @returns An {@link UploadSlots} with none in use.
- * @throws {RangeError} when `limit` is not a positive safe integer.
+ * @throws {RangeError} when `limit` is not a positive safe integer (`createBufferBudget`'s).
  * @example
  * const slots = createUploadSlots(512);
  * if (!slots.tryTake()) throw new ShimError('streaming_uploads', '…');
  */
 export function createUploadSlots(limit: number): UploadSlots {
-  if (!Number.isSafeInteger(limit) || limit <= 0) throw new RangeError(`invalid upload slot limit ${limit}`);
-  let inUse = 0;
+  const count = createBufferBudget(limit);
   return {
-    tryTake(): boolean {
-      if (inUse >= limit) return false;
-      inUse += 1;
-      return true;
-    },
-    give(): void {
-      inUse = Math.max(0, inUse - 1);
-    },
+    tryTake: () => count.tryReserve(1),
+    give: () => count.release(1),
     get inUse() {
-      return inUse;
+      return count.used;
     },
     limit,
   };

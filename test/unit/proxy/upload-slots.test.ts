@@ -52,19 +52,17 @@ describe('holdUploadSlot', () => {
     expect(slots.inUse).toBe(0);
   });
 
-  it('gives the slot back when the request closes without its end (a client gone)', () => {
+  it.each<[string, (req: IncomingMessage) => EventEmitter]>([
+    ['the request closes without its end (a client gone)', (req) => req],
+    [
+      "the connection closes and the request hears nothing (its response finished: Node's server)",
+      (req) => req.socket,
+    ],
+  ])('gives the slot back when %s', (_when, closing) => {
     const slots = createUploadSlots(1);
     const req = request();
     holdUploadSlot(slots, req);
-    req.emit('close');
-    expect(slots.inUse).toBe(0);
-  });
-
-  it("gives it back when the connection closes and the request hears nothing (its response finished: Node's server)", () => {
-    const slots = createUploadSlots(1);
-    const req = request();
-    holdUploadSlot(slots, req);
-    req.socket.emit('close');
+    closing(req).emit('close');
     expect(slots.inUse).toBe(0);
   });
 
