@@ -123,9 +123,10 @@ export interface UpstreamHeaderOptions {
   /**
    * A response hook may patch the body: what the client holds is not the upstream's representation, so
    * the upstream is asked for its full current one. `Range` and `If-Range` are dropped (RFC 9110 §14.2:
-   * a range of a body to patch cannot be patched); `If-None-Match` goes with the patched tags only, as
-   * the upstream's (validators.ts `upstreamIfNoneMatch`), or not at all; beside it, no
-   * `If-Modified-Since` (RFC 9110 §13.1.3).
+   * a range of a body to patch cannot be patched); a `GET`'s or `HEAD`'s `If-None-Match` goes with the
+   * patched tags only, as the upstream's (validators.ts `upstreamIfNoneMatch`), or not at all; beside
+   * it, no `If-Modified-Since` (RFC 9110 §13.1.3). Any other method's `If-None-Match` (a write's
+   * precondition, answered 412) goes whole, its patched tags as the upstream's.
    */
   readonly patchable?: boolean;
   /**
@@ -238,11 +239,12 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  *   meta-variable, is dropped and named in `underscored` ({@link isOwnedNameAlias}).
  * - `Proxy` is dropped (httpoxy, CVE-2016-5385: see {@link HTTPOXY}).
  * - With `patchable`: `Range` and `If-Range` dropped; `If-None-Match` as {@link upstreamIfNoneMatch}
- *   makes it (RFC 9110 §8.8.3: the client's tags of a patched response mapped back, the others
- *   dropped), or dropped; and when the
- *   client sent `If-None-Match`, its `If-Modified-Since` is dropped (RFC 9110 §13.1.3: ignored beside
- *   `If-None-Match`; forwarded alone, it would answer for the tags the shim dropped: a legacy client
- *   holding the unpatched copy of a JSON resource, from a brownout or another variant, got a 304 for it).
+ *   makes it (RFC 9110 §8.8.3: the client's tags of a patched response mapped back; on a `GET` or
+ *   `HEAD` the others dropped, on any other method kept: a write's precondition is never weakened),
+ *   or dropped; and when a `GET` or `HEAD` carries `If-None-Match`, its `If-Modified-Since` is dropped
+ *   (RFC 9110 §13.1.3: ignored beside `If-None-Match`; forwarded alone, it would answer for the tags the
+ *   shim dropped: a legacy client holding the unpatched copy of a JSON resource, from a brownout or
+ *   another variant, got a 304 for it).
  * - A HEAD carries `Connection: close`: the shim never reuses a HEAD's upstream connection (an
  *   upstream may send a body after the head; upstream-attempt.ts).
  *
@@ -267,16 +269,21 @@ export function buildUpstreamHeaders(
   let underscored: string[] | undefined;
   if (headers.host === undefined && options.upstreamHost !== undefined)
     out.push('Host', options.upstreamHost);
+  // A false condition answers a GET or HEAD with 304 (the client's copy), any other method with 412.
+  const revalidation = client.method === 'GET' || client.method === 'HEAD';
   // RFC 9110 §13.1.3: a recipient MUST ignore If-Modified-Since when If-None-Match is present. The
   // upstream may see fewer tags (none) than the client sent, never the date the client's tags override.
   const dropModifiedSince =
-    options.patchable === true && headers['if-none-match'] !== undefined && !listed.includes('if-none-match');
+    options.patchable === true &&
+    revalidation &&
+    headers['if-none-match'] !== undefined &&
+    !listed.includes('if-none-match');
   for (const name in headers) {
     if (REPLACED.has(name) || HOP_BY_HOP.has(name) || name === HTTPOXY) continue;
     if (listed.length > 0 && listed.includes(name) && !KEPT.has(name)) continue;
     if (options.patchable && RANGE.has(name)) continue;
     if (options.patchable && name === 'if-none-match') {
-      const forwarded = upstreamIfNoneMatch(text(headers[name]));
+      const forwarded = upstreamIfNoneMatch(text(headers[name]), revalidation);
       if (forwarded !== undefined) out.push(name, forwarded);
       continue;
     }

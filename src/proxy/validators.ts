@@ -7,8 +7,9 @@
  * legacy client of the same page (`Vary: Service-Client-Version` mismatch), sends `If-None-Match: "x"`
  * and, on the upstream's 304, serves the stored body to the legacy client, and the reverse. So a patched
  * response carries the upstream's tag weakened **and marked** (`W/"x+patched"`), and a patching
- * exchange's `If-None-Match` goes upstream with the marked tags unmarked and every other tag dropped:
- * those name a representation this client is not served (another variant's, or an unpatched one).
+ * exchange's `If-None-Match` goes upstream with the marked tags unmarked; on a `GET` or `HEAD` every other
+ * tag is dropped (those name a representation this client is not served: another variant's, or an
+ * unpatched one), on a write every other tag goes too (a precondition is never made weaker).
  */
 
 /** Appended to the opaque part of a patched response's entity tag. */
@@ -58,21 +59,29 @@ export function patchedEtag(etag: string): string {
 }
 
 /**
- * A patching exchange's `If-None-Match` as the upstream must see it: each tag of a patched response
- * ({@link patchedEtag}) as the upstream's tag (weak form: `If-None-Match` compares weakly), `*` kept,
- * every other tag dropped (RFC 9110 §13.1.2: the client asks whether its copy is current, and a copy
- * with such a tag is not the representation this client is served).
+ * A patching exchange's `If-None-Match` as the upstream must see it. Each tag of a patched response
+ * ({@link patchedEtag}) goes as the upstream's tag (weak form: `If-None-Match` compares weakly) and `*` as
+ * it is. What happens to the client's other tags depends on what a false condition answers (RFC 9110
+ * §13.1.2):
+ * - `GET` and `HEAD` (`revalidation`): a 304, on which the client uses the copy its tag names. Such a
+ *   copy is not the representation this client is served (another variant's, or an unpatched one), so
+ *   those tags are dropped and the upstream is not asked about them.
+ * - Any other method: a 412, and the method is not performed. This is a precondition of a write
+ *   ("create only", "not over that version"), evaluated by the origin (§13.2.1). Every tag goes, so the
+ *   condition stays exactly as strict as the client made it.
  * @param value The client's `If-None-Match` (repeats joined with `, `), or `undefined`.
+ * @param revalidation Whether the request is a `GET` or `HEAD`, so that a false condition answers 304.
  * @returns The value to forward, or `undefined` to forward none.
- * @example upstreamIfNoneMatch('W/"v1+patched"') // → 'W/"v1"'
- * @example upstreamIfNoneMatch('"v1"') // → undefined: a current client's copy, or an unpatched one
+ * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → 'W/"v1"'
+ * @example upstreamIfNoneMatch('"v1"', true) // → undefined: a current client's copy, or an unpatched one
+ * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", W/"v2"': a PUT's precondition, whole
  */
-export function upstreamIfNoneMatch(value: string | undefined): string | undefined {
+export function upstreamIfNoneMatch(value: string | undefined, revalidation: boolean): string | undefined {
   const kept: string[] = [];
   for (const tag of entityTags(value)) {
-    if (tag === '*') kept.push(tag);
-    else if (tag.startsWith('W/') && tag.endsWith(`${PATCHED_MARK}"`))
+    if (tag.startsWith('W/') && tag.endsWith(`${PATCHED_MARK}"`))
       kept.push(tag.slice(0, -PATCHED_MARK.length - 1) + '"');
+    else if (tag === '*' || !revalidation) kept.push(tag);
   }
   return kept.length === 0 ? undefined : kept.join(', ');
 }

@@ -289,6 +289,20 @@ describe('buildUpstreamHeaders', () => {
     expect(values(current, 'if-modified-since')).toEqual([ims]);
   });
 
+  it.each(['PUT', 'POST', 'DELETE', 'PATCH'])(
+    'a patching %s keeps its If-None-Match whole, patched tags mapped back (a write precondition, RFC 9110 §13.1.2)',
+    (method) => {
+      const ims = 'Wed, 25 Nov 2026 10:00:00 GMT';
+      const { headers } = buildUpstreamHeaders(
+        client({ 'if-none-match': '"doc-v1", W/"v2+patched"', 'if-modified-since': ims }, { method }),
+        { patchable: true },
+      );
+      expect(values(headers, 'if-none-match')).toEqual(['"doc-v1", W/"v2"']);
+      // Ignored by the upstream on a write (RFC 9110 §13.1.3): passed on as any other header.
+      expect(values(headers, 'if-modified-since')).toEqual([ims]);
+    },
+  );
+
   describe('header names with `_` for `-` (one variable to CGI-style upstreams: RFC 3875 §4.1.18)', () => {
     it('drops the spellings of headers the shim owns and CGI meta-variables, in every forwarding mode, and names them', () => {
       for (const forwardedHeaders of ['append', 'replace'] as const) {

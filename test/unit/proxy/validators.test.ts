@@ -35,7 +35,8 @@ describe('patchedEtag', () => {
     for (const etag of ['"v1"', 'W/"v1"', '"a,b"']) {
       const patched = patchedEtag(etag);
       expect(patched.replace(/^W\//, '')).not.toBe(etag.replace(/^W\//, ''));
-      expect(upstreamIfNoneMatch(patched)).toBe(`W/${etag.replace(/^W\//, '')}`);
+      for (const revalidation of [true, false])
+        expect(upstreamIfNoneMatch(patched, revalidation)).toBe(`W/${etag.replace(/^W\//, '')}`);
     }
   });
 });
@@ -51,5 +52,21 @@ describe('upstreamIfNoneMatch', () => {
     ['*', '*'],
     ['"v1+patched"', undefined], // a strong tag is never the shim's
     ['W/"a,b+patched"', 'W/"a,b"'],
-  ])('%j → %j', (value, expected) => expect(upstreamIfNoneMatch(value)).toBe(expected));
+  ])('GET or HEAD (a 304 hands over a copy): %j → %j', (value, expected) =>
+    expect(upstreamIfNoneMatch(value, true)).toBe(expected),
+  );
+
+  // RFC 9110 §13.1.2: on any other method a false condition is a 412 and the write is not performed.
+  it.each<[string | undefined, string | undefined]>([
+    [undefined, undefined],
+    ['', undefined],
+    ['W/"v1+patched"', 'W/"v1"'],
+    ['"v1"', '"v1"'],
+    ['W/"v1"', 'W/"v1"'],
+    ['"v1", W/"v2+patched", W/"v3"', '"v1", W/"v2", W/"v3"'],
+    ['*', '*'],
+    ['"v1+patched"', '"v1+patched"'],
+  ])('a write (a 412 refuses it): %j → %j, never a weaker precondition', (value, expected) =>
+    expect(upstreamIfNoneMatch(value, false)).toBe(expected),
+  );
 });
