@@ -59,6 +59,13 @@ interface Pipeline {
    * §9.3.2: responses in request order); nothing after it is handled.
    */
   failed?: { readonly respond: () => void; remaining: number };
+  /**
+   * The response last done (its `close`), while its request's body may still be arriving: a refusal
+   * kept alive while a small body drains, an upstream's early answer. Node reads and drops the rest of
+   * that body (`req._dump`), and a parser error in it (a bad chunk, the client's FIN) belongs to that
+   * request, already answered. Cleared by the next request (its body was complete, then).
+   */
+  done?: ServerResponse;
 }
 
 /**
@@ -80,7 +87,8 @@ type ParserErrorTurn =
   | 'started'
   /**
    * Not sent: the error is in the body of the request being handled, whose response is already whole
-   * (a refusal that did not read the body): the connection closes in stages after it.
+   * (a refusal that did not read the body, kept alive while it drains; an upstream's early answer):
+   * the connection closes in stages after it.
    */
   | 'answered';
 
@@ -123,8 +131,9 @@ function neverChunkedForHttp10(req: IncomingMessage, res: ServerResponse): void 
  *
  * A parser error is answered in its turn ({@link ParserErrorTurn}): after the responses to the
  * complete requests before it. An error inside a request's body belongs to that request: answered now
- * when it is the one being handled (or the connection is closed, if its response already started),
- * else in its turn, the request itself never handled.
+ * when it is the one being handled (or the connection is closed, if its response already started; or
+ * closed in stages with nothing more written, if its response is already done while the body still
+ * arrives: one request never gets two responses), else in its turn, the request itself never handled.
  *
  * At most {@link MAX_PIPELINED} requests of a connection wait; one more cuts the connection. Requests
  * that will never be handled are read and dropped, their bodies with them, while the connection closes
@@ -141,8 +150,9 @@ function pipelineInOrder(handler: RequestListener): {
    */
   onParserError(socket: Duplex, respond: () => void): ParserErrorTurn;
   /**
-   * The response of the request being handled on `socket` when its body has not all arrived and no
-   * other request of the connection waits: where the client's end of input (a FIN) mid-body lands.
+   * The response of the request being handled on `socket` (or of the last one, already done) when its
+   * body has not all arrived and no other request of the connection waits: where the client's end of
+   * input (a FIN) mid-body lands.
    */
   cutShort(socket: Duplex): ServerResponse | undefined;
 } {
@@ -154,6 +164,7 @@ function pipelineInOrder(handler: RequestListener): {
     const pipeline = pipelines.get(socket);
     if (pipeline === undefined || pipeline.unanswered[0] !== this) return;
     pipeline.unanswered.shift();
+    pipeline.done = this;
     const failed = pipeline.failed;
     if (failed !== undefined && --failed.remaining <= 0) {
       pipeline.unanswered.length = 0;
@@ -172,6 +183,16 @@ function pipelineInOrder(handler: RequestListener): {
    * behind a close-delimited response blocked mid-upload until the linger's reset (5 s), and a client
    * that writes its requests before reading could lose the response with it.
    */
+  /**
+   * The response of the request whose body the parser is in, or the last request's when every request
+   * is answered: the waiting last, else the one done last while its body still arrives (`done`).
+   */
+  function current(pipeline: Pipeline): ServerResponse | undefined {
+    const last = pipeline.unanswered.at(-1);
+    if (last !== undefined) return last;
+    const done = pipeline.done;
+    return done !== undefined && !done.req.complete ? done : undefined;
+  }
   function dropWaiting(pipeline: Pipeline) {
     for (const res of pipeline.unanswered) {
       res.req.resume();
@@ -188,6 +209,7 @@ function pipelineInOrder(handler: RequestListener): {
         pipeline = { unanswered: [], closing: false, ignored: 0 };
         pipelines.set(socket, pipeline);
       }
+      pipeline.done = undefined;
       if (pipeline.closing || pipeline.failed !== undefined || !open(socket)) {
         // Never handled: the client asked to close before it, the parser failed, or the connection
         // closes in stages after a response that closed it (it lingers, reading and dropping what the
@@ -214,14 +236,15 @@ function pipelineInOrder(handler: RequestListener): {
     },
     onParserError(socket, respond) {
       const pipeline = pipelines.get(socket);
-      const last = pipeline?.unanswered.at(-1);
+      const last = pipeline === undefined ? undefined : current(pipeline);
       if (pipeline === undefined || last === undefined) {
         respond();
         return 'now';
       }
       const { unanswered } = pipeline;
       const inBody = !last.req.complete;
-      if (inBody && unanswered.length === 1) {
+      // The request being handled, or one answered whose body still arrives (no other can follow it).
+      if (inBody && unanswered.length <= 1) {
         if (last.writableEnded) return 'answered';
         if (last.headersSent) return 'started';
         respond();
@@ -232,8 +255,9 @@ function pipelineInOrder(handler: RequestListener): {
       return 'deferred';
     },
     cutShort(socket) {
-      const unanswered = pipelines.get(socket)?.unanswered;
-      const only = unanswered?.length === 1 ? unanswered[0] : undefined;
+      const pipeline = pipelines.get(socket);
+      if (pipeline === undefined || pipeline.unanswered.length > 1) return undefined;
+      const only = current(pipeline);
       return only !== undefined && !only.req.complete ? only : undefined;
     },
   };
