@@ -104,6 +104,10 @@ export function checkSingleHost(rawHeaders: readonly string[]): string | undefin
   return headerCount(rawHeaders, 'host') > 1 ? 'Send exactly one Host header.' : undefined;
 }
 
+/** {@link checkHost}'s message for a `Host` with a comma. */
+const HOST_COMMA_MESSAGE =
+  'The Host header must be a host name or address with an optional port, without a comma: this proxy passes it on in X-Forwarded-Host, a comma-separated list (RFC 9110 §5.6.1).';
+
 /**
  * Checks the `Host` header (RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without
  * Host, or with a Host of an invalid field value). The shim forwards `Host` and copies it into
@@ -111,7 +115,11 @@ export function checkSingleHost(rawHeaders: readonly string[]): string | undefin
  * `Host: a@evil.test`): only a host and port pass, and the host must not be empty (`Host:`,
  * `Host: :80`): the shim serves `http` and `https` only, whose URIs have a non-empty host (RFC 9110
  * §4.2.1: a recipient MUST reject one without), and an origin-form request's target URI takes its
- * authority from `Host` (RFC 9112 §3.3); nginx answers both 400 too.
+ * authority from `Host` (RFC 9112 §3.3); nginx answers both 400 too. A comma, which RFC 3986's
+ * reg-name allows but no DNS name or address has, is refused too: this hop's `X-Forwarded-Host` is one
+ * element of a comma-separated list (RFC 9110 §5.6.1), and `Host: real.example,evil.test` made it two,
+ * of which Express reads the first and Rails or Symfony the last (after a front proxy's host check
+ * that matched a prefix).
  * @param host The parsed `Host` header (Node keeps the first; {@link checkSingleHost} refuses a second).
  * @param httpVersion The request's version, e.g. `1.1`: without `Host`, only HTTP/1.0 passes (its
  *   clients, such as load-balancer health checks, may omit it).
@@ -125,6 +133,7 @@ export function checkHost(host: string | undefined, httpVersion = '1.1'): string
   }
   if (host === '' || host.charCodeAt(0) === 0x3a /* : */)
     return 'The Host header must name a host: an "http" or "https" URI has a non-empty one (RFC 9110 §4.2.1).';
+  if (host.includes(',')) return HOST_COMMA_MESSAGE;
   if (isHostSyntax(host)) return undefined;
   return 'The Host header must be a host name or address with an optional port (RFC 9110 §7.2).';
 }

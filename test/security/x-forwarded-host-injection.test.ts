@@ -103,6 +103,14 @@ describe('FORWARDED_HEADERS=replace (a front door clients reach directly)', () =
     const seen = await whoami(stack, attack({ 'x-forwarded-host': 'evil.test/reset?to=x' }));
     expect(seen.hostname).toBe('api.example.com');
   });
+
+  it('a Host with a comma is refused 400: this hop would give X-Forwarded-Host two hosts', async () => {
+    // Behind a front proxy whose host check matched a prefix, Express reads the first element and
+    // Rails or Symfony the last (docs/reliability.md fix 125).
+    const reply = await send(stack.url, 'GET', '/whoami', attack({ host: 'api.example.com,evil.test' }));
+    expect(reply.status).toBe(400);
+    expect(reply.json<{ message: string }>().message).toMatch(/without a comma/);
+  });
 });
 
 describe('FORWARDED_HEADERS=append (default: behind a proxy that sets the headers)', () => {

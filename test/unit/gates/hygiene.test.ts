@@ -355,6 +355,13 @@ describe('checkHost', () => {
     expect(checkHost(host)).toMatch(/^The Host header must be /);
   });
 
+  it.each(['real.example,evil.test', 'real.example,', ',evil.test', 'a,b:8080'])(
+    'rejects %j: in X-Forwarded-Host, a comma-separated list, it would be two hosts (RFC 9110 §5.6.1)',
+    (host) => {
+      expect(checkHost(host)).toMatch(/without a comma/);
+    },
+  );
+
   it.each(['', ':', ':80', ':8080'])(
     'rejects %j: an "http" URI has a non-empty host (RFC 9110 §4.2.1)',
     (host) => {
