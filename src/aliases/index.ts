@@ -199,7 +199,10 @@ export function createAliasLayer(
       if (version === undefined || !wantsAliases(settings, version)) return undefined;
       const window = brownouts.length > 0 ? activeBrownout(brownouts, now()) : undefined;
       if (window !== undefined) return brownoutHooks(exchange, window);
-      const client = metrics.clientLabel(version);
+      // The `client` label is taken at the first use counted, not here: requests that never count (refused
+      // by the shim or the upstream, made-up versions with made-up keys) must not use up its values.
+      let client: string | undefined;
+      const clientLabel = () => (client ??= metrics.clientLabel(version));
 
       // Aliases this request used, once each (query and body may both use one). The signals that
       // describe this request (headers, log fields) are set now; the usage counts wait for the answer.
@@ -225,7 +228,7 @@ export function createAliasLayer(
       const countRequest = (status: number) => {
         if (consumer === undefined || !countsAsUse(status)) return;
         recordUse(exchange, consumer, used);
-        for (const alias of used) metrics.uses.inc({ alias, direction: 'request', client });
+        for (const alias of used) metrics.uses.inc({ alias, direction: 'request', client: clientLabel() });
       };
 
       // Counts the members the streaming patch inserts: the log field, and each alias once per response.
@@ -234,7 +237,7 @@ export function createAliasLayer(
       const onInsert = (_canonical: string, alias: string) => {
         if (!aliasesAdded.has(alias)) {
           aliasesAdded.add(alias);
-          metrics.uses.inc({ alias, direction: 'response', client });
+          metrics.uses.inc({ alias, direction: 'response', client: clientLabel() });
         }
         exchange.logFields.aliasesAdded = ++added;
       };

@@ -28,7 +28,9 @@ export interface AliasMetrics {
   readonly uses: Counter<'alias' | 'direction' | 'client'>;
   /**
    * The `client` label of a version: `"<major>.<minor>"`, or `other` once {@link MAX_CLIENT_LABELS}
-   * distinct values have been seen (a client can send any version below the sunset).
+   * distinct values have been seen (a client can send any version below the sunset). Each call takes a
+   * value for good: call it only for a use that is counted (index.ts), so that requests which never count
+   * (refused, made up) cannot use the values up.
    */
   clientLabel(version: SemVer): string;
   /**

@@ -20,6 +20,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/aliases/consumer.ts';
+import { MAX_CLIENT_LABELS } from '../../src/aliases/metrics.ts';
 import { send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
@@ -160,5 +161,30 @@ describe('junk API keys the upstream refuses (401) count nowhere', () => {
     const after = await metricsOf(stack);
     expect(sampleSum(after, 'shim_alias_brownout_requests_total', 'route="GET /files"')).toBe(1);
     expect(sampleSum(after, 'shim_alias_brownout_refusals_total', 'route="GET /files"')).toBe(1);
+  });
+});
+
+describe("made-up client versions cannot use up shim_alias_uses_total's client label (fix 126)", () => {
+  it(`${MAX_CLIENT_LABELS} versions refused by the upstream (401) or by the shim (400) leave a real 0.59 client its own label`, async () => {
+    const stack = await shim();
+    for (let i = 0; i < MAX_CLIENT_LABELS; i++) {
+      const version = { 'service-client-version': `0.${1000 + i}.0`, 'x-api-key': `junk${i}` };
+      const reply =
+        i % 2 === 0
+          ? await send(stack.url, 'GET', `/files?tags=x${i}`, version)
+          : await send(
+              stack.url,
+              'POST',
+              '/missions',
+              { ...version, 'content-type': 'application/json' },
+              '{"tags":',
+            );
+      expect(reply.status).toBe(i % 2 === 0 ? 401 : 400);
+    }
+    const real = await send(stack.url, 'GET', '/files?tags=x', { ...LEGACY, 'x-api-key': REAL_KEY });
+    expect(real.status).toBe(200);
+    const metrics = await metricsOf(stack);
+    expect(sampleSum(metrics, 'shim_alias_uses_total', 'client="0.59"')).toBe(1);
+    expect(sampleSum(metrics, 'shim_alias_uses_total', 'client="other"')).toBe(0);
   });
 });
