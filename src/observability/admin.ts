@@ -3,6 +3,7 @@
  * door. Plain `node:http`, no Express: it must answer even when the request pipeline is wedged.
  */
 import http, { type IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { startDeadline } from '../proxy/own-pause.ts';
 import { sendJson } from '../proxy/respond.ts';
@@ -28,12 +29,15 @@ export interface AdminOptions {
 }
 
 /**
- * Admin server timeouts, in ms: probes and scrapes are small and fast; a slow client is cut early.
+ * Admin server timeouts, in ms: probes and scrapes are small and fast; a slow client is cut early, at
+ * most one checking interval after its timeout (Node's default interval is 30 s: docs/reliability.md
+ * fixes 7 and 127).
  */
 export const ADMIN_TIMEOUTS = Object.freeze({
   headersTimeoutMs: 5_000,
   requestTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
+  connectionsCheckingIntervalMs: 1_000,
 });
 
 /**
@@ -45,6 +49,13 @@ export const ADMIN_TIMEOUTS = Object.freeze({
  * - `GET /metrics` → Prometheus text exposition of `registry`;
  * - `options.routes` (plugins' admin routes) on their exact method and path;
  * - `HEAD` is answered like `GET` without a body; other methods → 405; other paths → 404.
+ *
+ * One request at a time per connection: a request that arrives while the connection's previous response
+ * is still being made (pipelined), or while what was sent before is still unread in the socket's
+ * buffer, closes the connection unanswered. No admin client pipelines (Prometheus, a kubelet, curl),
+ * and Node makes a response for every request it parses: 20 connections of 500 pipelined
+ * `GET /metrics` that never read held 445 MiB of rendered pages and kept `/healthz` 12 s from its answer
+ * (docs/reliability.md fix 127). Memory per connection: one response.
  * @param options The registry and the two state callbacks.
  * @example
  * const admin = createAdminServer({ registry, upstreamReachable: () => probeUpstream(url, 1000), draining: () => false });
@@ -59,13 +70,25 @@ export function createAdminServer(options: AdminOptions): http.Server {
     return pendingProbe;
   };
 
+  /** Connections with a response under way (from its request to its `close`). */
+  const busy = new WeakSet<Socket>();
+  const done = (socket: Socket) => busy.delete(socket);
+
   return http.createServer(
     {
       headersTimeout: ADMIN_TIMEOUTS.headersTimeoutMs,
       requestTimeout: ADMIN_TIMEOUTS.requestTimeoutMs,
       keepAliveTimeout: ADMIN_TIMEOUTS.keepAliveTimeoutMs,
+      connectionsCheckingInterval: ADMIN_TIMEOUTS.connectionsCheckingIntervalMs,
     },
     async (req, res) => {
+      const socket = req.socket;
+      if (busy.has(socket) || socket.writableLength > 0) {
+        socket.destroy();
+        return;
+      }
+      busy.add(socket);
+      res.once('close', () => done(socket));
       const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
       try {
         const routes = options.routes?.filter((r) => r.path === path) ?? [];
