@@ -20,7 +20,7 @@ import {
   registerUpstreamPoolGauges,
   routeShape,
 } from './observability/metrics.ts';
-import { createRequestLog } from './observability/request-log.ts';
+import { createRequestLog, logPath } from './observability/request-log.ts';
 import { createBufferBudget } from './proxy/buffer-budget.ts';
 import {
   REJECTION_RETRY_AFTER,
@@ -339,7 +339,7 @@ function createAdmission(
         hasLargeUnreadBody(req) ||
         (!req.complete && STOPPED_READING.has(err.reason));
       if (STOPPED_READING.has(err.reason)) {
-        logger.warn({ path: state.exchange.path, rejection: err.reason }, err.message);
+        logger.warn({ path: logPath(state.exchange.path), rejection: err.reason }, err.message);
       }
       sendError(res, err.statusCode, err.message, headers, unread);
       // What the client still sends of a body the shim stopped reading is read and dropped while the
@@ -348,7 +348,10 @@ function createAdmission(
       if (unread) req.resume();
       return;
     }
-    logger.error({ err, path: state?.exchange.path }, 'unexpected error in the request pipeline');
+    logger.error(
+      { err, path: state && logPath(state.exchange.path) },
+      'unexpected error in the request pipeline',
+    );
     // The shim's own headers all the same (SPEC §7; CORS for a listed origin), unless building them is
     // what failed.
     let headers: readonly string[] = [];

@@ -8,6 +8,7 @@
  * layer (SPEC §10).
  */
 import { DEFAULT_API_KEY_HEADER, type PluginDefinition } from '../config.ts';
+import { logPath } from '../observability/request-log.ts';
 import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../proxy/types.ts';
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
 import { type AliasSettings, aliasConfig } from './config.ts';
@@ -244,7 +245,7 @@ export function createAliasLayer(
       // A failure of the shim's scanner, not of the upstream's JSON: logged at error, apart from the skip.
       const onScanFailure = (err: Error) =>
         context.logger.error(
-          { err, path: exchange.path },
+          { err, path: logPath(exchange.path) },
           'the JSON scanner failed; the response passes unpatched',
         );
       const bodiless = exchange.method === 'HEAD';

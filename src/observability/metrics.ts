@@ -294,8 +294,9 @@ const ID_SEGMENT =
   /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+|[0-9a-f]{16,}|[^/]{33,})$/i;
 
 /**
- * The route shape of a raw path: lower-cased, at most three segments, identifier segments replaced by
- * `:id`, no trailing slash, e.g. `/missions/5f0c…/metadata` → `/missions/:id/metadata`. Pure. A shape is
+ * The route shape of a raw path: lower-cased, at most three segments, each without its parameters
+ * (`;name=value`), identifier segments replaced by `:id`, no trailing slash, e.g.
+ * `/missions/5f0c…/metadata` → `/missions/:id/metadata`, `/missions;jsessionid=8F3A` → `/missions`. Pure. A shape is
  * not a bounded label by itself (a client chooses its first segments): {@link RouteLabels} decides
  * which shapes become labels.
  * @param path Raw path without query.
@@ -305,9 +306,19 @@ export function routeShape(path: string): string {
   // them, read in place: no array, no lower-casing of the whole path (once per request, bench/profile.ts).
   let out = '';
   let slash = path.indexOf('/');
+  let semicolon = path.indexOf(';');
   for (let n = 0; n < 3 && slash !== -1; n++) {
     const next = path.indexOf('/', slash + 1);
-    const segment = path.slice(slash + 1, next === -1 ? path.length : next).toLowerCase();
+    let end = next === -1 ? path.length : next;
+    // Without its parameters (`;jsessionid=…`, RFC 3986 §3.3): a session id is no route.
+    if (semicolon !== -1 && semicolon < end) {
+      if (semicolon > slash) end = semicolon;
+      else {
+        semicolon = path.indexOf(';', slash + 1);
+        if (semicolon !== -1 && semicolon < end) end = semicolon;
+      }
+    }
+    const segment = path.slice(slash + 1, end).toLowerCase();
     if (segment !== '') out += `/${ID_SEGMENT.test(segment) ? ':id' : segment}`;
     slash = next;
   }

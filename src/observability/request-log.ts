@@ -66,7 +66,7 @@ function writeLine(
   const state = stateOf(res);
   const line: Record<string, unknown> = {
     reqId,
-    req: { method: req.method, path: state?.exchange.path ?? pathOf(req.url) },
+    req: { method: req.method, path: logPath(state?.exchange.path ?? pathOf(req.url)) },
     res: { statusCode: status },
     responseTime: Math.round(performance.now() - arrived),
   };
@@ -87,6 +87,31 @@ function writeLine(
   const clientCaused = state?.rejection !== undefined && CLIENT_CAUSED_5XX.has(state.rejection);
   if (status >= 500 && !clientCaused) logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
+}
+
+/** A `;name=value` path parameter's value (RFC 3986 §3.3), up to the next parameter or segment. */
+const PARAMETER_VALUE = /(;[^/;=]*=)[^/;]*/g;
+/** The userinfo of an absolute-form target (`http://user:password@host/…`, RFC 3986 §3.2.1). */
+const USERINFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/;
+
+/**
+ * A request's path as the log holds it: as sent, without what can carry a credential as the query
+ * string can. The values of path parameters (`/missions;jsessionid=…` → `/missions;jsessionid=`) and a
+ * fragment are dropped, and the userinfo of an absolute-form target (`http://alice:pw@host/x` →
+ * `http://host/x`; such targets are refused 400, and the refusal is logged). Parameter names and
+ * everything else stay, so that a refused evasion (`/a;/../b`) is still seen as sent. Pure; a path with
+ * none of these is returned as it is (three scans).
+ * @param path The path without the query (`Exchange.path`), or any request target.
+ * @returns The path to log.
+ * @example logPath('/missions;jsessionid=8F3A/metadata') // → '/missions;jsessionid=/metadata'
+ * @example logPath('http://alice:pw@shim.test/missions') // → 'http://shim.test/missions'
+ */
+export function logPath(path: string): string {
+  let out = path;
+  const hash = out.indexOf('#');
+  if (hash !== -1) out = out.slice(0, hash);
+  if (out.charCodeAt(0) !== 0x2f /* / */) out = out.replace(USERINFO, '$1');
+  return out.includes(';') ? out.replace(PARAMETER_VALUE, '$1') : out;
 }
 
 function pathOf(url: string | undefined): string {

@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
+import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import { createPatchCodec, supportedCoding } from './content-coding.ts';
@@ -211,7 +212,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const countUnpatched = (state: ExchangeState, reason: UnpatchedReason) => {
     metrics.patchesSkipped.inc({ reason });
     state.exchange.logFields.patchSkipped = reason;
-    logger.warn({ path: state.exchange.path, reason }, 'response forwarded unpatched');
+    logger.warn({ path: logPath(state.exchange.path), reason }, 'response forwarded unpatched');
   };
 
   /**
@@ -231,7 +232,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       // A line of its own, so that every count has a line (docs/reliability.md fix 110).
       logger.warn(
         {
-          req: { method: res.req.method, path: state.exchange.path },
+          req: { method: res.req.method, path: logPath(state.exchange.path) },
           res: { statusCode: res.statusCode },
           upstreamError: err.code ?? err.message,
           kind: decision.kind,
@@ -268,7 +269,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const uploadStalled = ({ req, res, state }: Forwarding) => {
     state.rejection = 'body_timeout';
     metrics.rejections.inc({ reason: 'body_timeout' });
-    logger.warn({ path: state.exchange.path, rejection: 'body_timeout' }, UPLOAD_STALLED);
+    logger.warn({ path: logPath(state.exchange.path), rejection: 'body_timeout' }, UPLOAD_STALLED);
     sendError(res, 408, UPLOAD_STALLED, options.responseHeaders(state, undefined), true);
     req.resume();
   };
@@ -324,7 +325,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       try {
         res.writeHead(status, message, responseHead(upstreamHead, extra, options));
       } catch (err) {
-        logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
+        logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
         upstreamRes.destroy();
         res.destroy();
       }

@@ -9,6 +9,7 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import { resetStalledClient } from './client-reset.ts';
@@ -293,7 +294,7 @@ export function createUpstreamAttempt(
         if (decision.action === 'replay') {
           // A pooled connection the upstream closed just as it was reused (RFC 9110 §9.2.2).
           logger.debug(
-            { path: state.exchange.path, code: err.code },
+            { path: logPath(state.exchange.path), code: err.code },
             'retrying on another upstream connection',
           );
           attempt++;
@@ -333,7 +334,7 @@ export function createUpstreamAttempt(
         } catch (err) {
           // Node checks `Link` against a narrower grammar than RFC 8288 (a quoted `title="a b"`
           // throws ERR_INVALID_ARG_VALUE): such a hint is dropped, never the process.
-          logger.debug({ err, path: state.exchange.path }, 'early hints not forwarded');
+          logger.debug({ err, path: logPath(state.exchange.path) }, 'early hints not forwarded');
         }
       });
 
@@ -400,7 +401,7 @@ export function createUpstreamAttempt(
           relayResponse(f, upstreamRes, fail);
         } catch (err) {
           // A fault in one exchange's handling fails that exchange, never the process.
-          logger.error({ err, path: state.exchange.path }, 'handling the upstream response failed');
+          logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
           upstreamRes.destroy();
           res.destroy();
         }

@@ -17,6 +17,10 @@ export const SECRETS = {
   proxyAuthorization: 'proxyauth-5ec4e7-ffff',
   setCookie: 'session-5ec4e7-0000',
   query: 'querytoken-5ec4e7-1111',
+  /** In an absolute-form target's userinfo, a fragment, a path parameter (docs/reliability.md fix 128). */
+  userinfo: 'userinfo-5ec4e7-2222',
+  fragment: 'fragment-5ec4e7-3333',
+  pathParameter: 'jsession-5ec4e7-4444',
 };
 
 const COOKIE = `authtoken=${SECRETS.authtoken}; refreshtoken=${SECRETS.refreshtoken}`;

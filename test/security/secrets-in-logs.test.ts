@@ -95,6 +95,20 @@ describe('no credential in any log line', () => {
       upgrade: 'websocket',
       connection: 'upgrade',
     }).catch(() => {}); // 501
+    // Credentials in the target itself: an absolute-form target's userinfo and a fragment (both
+    // refused 400, and logged), a path parameter (forwarded; the reference backend answers 404).
+    await sendRawUntilClose(
+      reference.url,
+      `GET http://alice:${SECRETS.userinfo}@x/user/me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    await sendRawUntilClose(
+      reference.url,
+      `GET /user/me#api_key=${SECRETS.fragment} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    await send(reference.url, 'GET', `/missions;jsessionid=${SECRETS.pathParameter}`, {
+      ...LEGACY,
+      ...SECRET_HEADERS,
+    });
     // Refused by the HTTP parser (clientError carries the raw packet).
     await sendRawUntilClose(
       reference.url,

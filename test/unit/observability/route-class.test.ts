@@ -32,20 +32,44 @@ describe('routeShape', () => {
     ['/missions//x', '/missions/x'],
     ['/user/me', '/user/me'],
     ['/v2', '/v2'],
+    // Path parameters are no part of a route (a session id in a label: docs/reliability.md fix 128).
+    ['/missions;jsessionid=MATRIXSECRET', '/missions'],
+    ['/missions;x=1/5;v=2/metadata;y', '/missions/:id/metadata'],
+    ['/a;b;c/d', '/a/d'],
+    ['/;x/missions', '/missions'],
   ])('%j → %j', (path, cls) => {
     expect(routeShape(path)).toBe(cls);
   });
 
-  it('reads the same segments as splitting the lower-cased path (the earlier implementation)', () => {
+  it('reads the same segments as splitting the lower-cased path, each cut at its first `;`', () => {
     const ID =
       /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+|[0-9a-f]{16,}|[^/]{33,})$/i;
     const bySplit = (path: string) => {
       let out = '';
-      for (const s of path.toLowerCase().split('/', 5).slice(1, 4))
+      for (const whole of path.toLowerCase().split('/', 5).slice(1, 4)) {
+        const s = whole.split(';', 1)[0]!;
         if (s !== '') out += `/${ID.test(s) ? ':id' : s}`;
+      }
       return out === '' ? '/' : out;
     };
-    const char = fc.constantFrom('/', '/', 'a', 'F', '0', '9', '-', '.', '%', 'x', 'É', 'ß', 'İ', ' ');
+    const char = fc.constantFrom(
+      '/',
+      '/',
+      'a',
+      'F',
+      '0',
+      '9',
+      '-',
+      '.',
+      '%',
+      'x',
+      'É',
+      'ß',
+      'İ',
+      ' ',
+      ';',
+      '=',
+    );
     const uuid = fc.uuid().map((u) => `/${u}`);
     const path = fc.array(fc.oneof(char, char, uuid, fc.constant('/0123456789abcdefABCDEF')), {
       maxLength: 40,
