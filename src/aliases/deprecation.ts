@@ -4,6 +4,7 @@
  * (RFC 9745), `Sunset` (RFC 8594), `Link rel="deprecation"` (RFC 9745 §3) and `Link rel="sunset"`
  * (RFC 8594 §3) headers.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { AliasSettings } from './config.ts';
 
 /** Total bytes of `Warning` values one response may carry; further warnings are left out. */
@@ -50,4 +51,32 @@ export function deprecationHeaders(
     headers.push(['Link', `<${settings.sunsetPolicyUrl}>; rel="sunset"`]);
   }
   return headers;
+}
+
+/**
+ * Leaves the upstream's own `Deprecation` and `Sunset` alone: drops the layer's from `headers` (in place)
+ * where the upstream's response carries the field. Each holds one value (RFC 9745 §2.1: a Structured
+ * Field Item; RFC 8594 §3: one HTTP-date), and a second field line makes the combined value invalid
+ * (`@1700000000, @1767225600`), which a recipient must ignore (RFC 9651 §4.2; RFC 9110 §5.3): both
+ * signals were lost. The upstream's field is about the resource it serves; the alias's deprecation is
+ * still told by its `Warning` and `Link`.
+ * @param headers The exchange's added response headers (`[name, value]`, names as
+ *   {@link deprecationHeaders} writes them).
+ * @param upstream The upstream response's headers (Node's, lower-cased names).
+ * @example
+ * const added: Array<[string, string]> = [['Deprecation', '@1767225600'], ['Link', '<https://d>; rel="deprecation"']];
+ * yieldToUpstreamDates(added, { deprecation: '@1700000000' }); // added → [['Link', '<https://d>; rel="deprecation"']]
+ */
+export function yieldToUpstreamDates(
+  headers: Array<[name: string, value: string]>,
+  upstream: IncomingHttpHeaders,
+): void {
+  for (let k = headers.length - 1; k >= 0; k--) {
+    const name = headers[k]![0];
+    if (
+      (name === 'Deprecation' && upstream.deprecation !== undefined) ||
+      (name === 'Sunset' && upstream.sunset !== undefined)
+    )
+      headers.splice(k, 1);
+  }
 }

@@ -13,7 +13,7 @@ import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
 import { type AliasSettings, aliasConfig } from './config.ts';
 import { consumerOf, countsAsUse, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
-import { aliasWarning, deprecationHeaders, WARNING_BUDGET } from './deprecation.ts';
+import { aliasWarning, deprecationHeaders, WARNING_BUDGET, yieldToUpstreamDates } from './deprecation.ts';
 import { isJsonMediaType } from './media-type.ts';
 import { createAliasMetrics, TOP_CONSUMER_SERIES } from './metrics.ts';
 import { createJsonPatch } from './patch-json.ts';
@@ -258,6 +258,8 @@ export function createAliasLayer(
         // headers the patched GET would carry (no Content-Length, weak ETag), then destroys it.
         onResponse: (status, headers): ResponsePatch | undefined => {
           countRequest(status);
+          if (used.length > 0 && (headers.deprecation !== undefined || headers.sunset !== undefined))
+            yieldToUpstreamDates(exchange.responseHeaders, headers);
           const contentType = headers['content-type'];
           // A 304 keeps the strong tag of an unpatched 200 the client holds (SPEC §6; validators.ts).
           if (status === 304 && revalidatesUnpatched(ifNoneMatch, headers.etag)) return undefined;

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { aliasWarning, deprecationHeaders, warningText } from '../../../src/aliases/deprecation.ts';
+import {
+  aliasWarning,
+  deprecationHeaders,
+  warningText,
+  yieldToUpstreamDates,
+} from '../../../src/aliases/deprecation.ts';
 
 describe('warningText', () => {
   it.each([
@@ -39,5 +44,29 @@ describe('deprecationHeaders', () => {
       ['Sunset', 'Thu, 01 Jan 2026 12:30:00 GMT'],
       ['Link', '<https://example.com/docs/aliases>; rel="deprecation"'],
     ]);
+  });
+});
+
+describe('yieldToUpstreamDates', () => {
+  const ours = (): Array<[string, string]> => [
+    ['Deprecation', '@1767225600'],
+    ['Sunset', 'Fri, 01 Jan 2027 00:00:00 GMT'],
+    ['Link', '<https://docs.test/tags>; rel="deprecation"'],
+    ['Warning', '299 - "tags is deprecated; use metadata"'],
+  ];
+  it.each<[string, Record<string, string>, string[]]>([
+    ['neither', {}, ['Deprecation', 'Sunset', 'Link', 'Warning']],
+    ['Deprecation', { deprecation: '@1700000000' }, ['Sunset', 'Link', 'Warning']],
+    ['Sunset', { sunset: 'Sat, 01 Jan 2028 00:00:00 GMT' }, ['Deprecation', 'Link', 'Warning']],
+    ['both', { deprecation: '@1700000000', sunset: 'Sat, 01 Jan 2028 00:00:00 GMT' }, ['Link', 'Warning']],
+    [
+      'a Link of its own (a list: both kept)',
+      { link: '<https://up.test>; rel="sunset"' },
+      ['Deprecation', 'Sunset', 'Link', 'Warning'],
+    ],
+  ])('the upstream sends %s: the layer keeps the rest', (_what, upstream, kept) => {
+    const headers = ours();
+    yieldToUpstreamDates(headers, upstream);
+    expect(headers.map(([name]) => name)).toEqual(kept);
   });
 });
