@@ -327,6 +327,8 @@ function createAdmission(
     // A ShimError comes from a gate or the forwarder, after `admit` stored the state.
     if (err instanceof ShimError && state !== undefined) {
       state.rejection = err.reason;
+      // What the client was told (its messages never hold a credential): for the operator, why.
+      state.exchange.logFields.refusal = err.message;
       metrics.rejections.inc({ reason: err.reason });
       const headers = responseHeaders(state, undefined);
       // A body the shim stopped reading (budget, timeout) will not be drained, and a head the hygiene

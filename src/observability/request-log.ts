@@ -25,8 +25,9 @@ import { loggerForLine } from './logger.ts';
  * once. The shim's pipeline calls it from its first middleware (app.ts), with the exchange's metrics
  * as `onFinish`, so that one pair of listeners serves both.
  *
- * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), requestId?, traceId?,
- * clientVersion, route, rejection?, …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
+ * Line: `{reqId, req: {method, path}, res: {statusCode}, responseTime (ms), remoteAddress, requestId?,
+ * traceId?, clientVersion, route, rejection?, userAgent? (with a rejection, at most 256 characters),
+ * refusal? (the message of the shim's refusal), …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
  * 5xx status, but for the shim's 501 to a protocol upgrade and 505 to another HTTP version,
  * `CLIENT_CAUSED_5XX`: the client's doing, which any client can repeat, so it must not fill the error
  * log). `aborted: true` marks a connection that closed before its response ended.
@@ -69,6 +70,7 @@ function writeLine(
     req: { method: req.method, path: logPath(state?.exchange.path ?? pathOf(req.url)) },
     res: { statusCode: status },
     responseTime: Math.round(performance.now() - arrived),
+    remoteAddress: req.socket.remoteAddress,
   };
   // Correlation with the ingress's, the upstream's and a tracer's records (correlation.ts): checked
   // values of two headers that carry no credential, the only header values the line holds.
@@ -79,7 +81,13 @@ function writeLine(
   if (state) {
     line.clientVersion = state.exchange.clientVersion?.version;
     line.route = state.route;
-    if (state.rejection) line.rejection = state.rejection;
+    if (state.rejection) {
+      line.rejection = state.rejection;
+      // Which client it was: a release that sends no version, a misconfigured key header.
+      const agent = req.headers['user-agent'];
+      if (agent !== undefined)
+        line.userAgent = agent.length > MAX_USER_AGENT ? agent.slice(0, MAX_USER_AGENT) : agent;
+    }
     Object.assign(line, state.exchange.logFields);
   }
   if (!res.writableFinished) line.aborted = true;
@@ -113,6 +121,9 @@ export function logPath(path: string): string {
   if (out.charCodeAt(0) !== 0x2f /* / */) out = out.replace(USERINFO, '$1');
   return out.includes(';') ? out.replace(PARAMETER_VALUE, '$1') : out;
 }
+
+/** Most characters of a `User-Agent` a refusal's line holds. */
+const MAX_USER_AGENT = 256;
 
 function pathOf(url: string | undefined): string {
   if (url === undefined) return '';

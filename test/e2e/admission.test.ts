@@ -6,6 +6,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { send, sendRawUntilClose } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
 let stack: Stack;
@@ -15,6 +16,35 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const cookie = 'authtoken=a; refreshtoken=r';
+
+describe("a refusal's log line says why, in the words the client got", () => {
+  it.each([
+    ['no version', { 'x-api-key': 'k' }, 426, /^Send the header Service-Client-Version/],
+    [
+      'below MIN_CLIENT_VERSION',
+      { 'service-client-version': '0.39.9', 'x-api-key': 'k' },
+      426,
+      /^Client version 0\.39\.9 is no longer supported/,
+    ],
+    [
+      'a malformed version',
+      { 'service-client-version': 'v0.59.0', 'x-api-key': 'k' },
+      426,
+      /must be your client's semantic version/,
+    ],
+    ['no credential', { 'service-client-version': '0.59.0' }, 401, /^Authenticate with the cookies/],
+  ])('%s', async (_what, headers, status, message) => {
+    const marker = `admission-log-${Math.random().toString(36).slice(2)}`;
+    const reply = await send(stack.url, 'GET', '/user/me', { ...headers, 'user-agent': marker });
+    expect(reply.status).toBe(status);
+    const line = await waitFor(() =>
+      stack.logs().find((l) => l.msg === 'request completed' && l.userAgent === marker),
+    );
+    expect(line.refusal).toMatch(message);
+    expect(line.refusal).toBe(reply.json<{ message: string }>().message);
+    expect(line.remoteAddress).toBe('127.0.0.1');
+  });
+});
 
 describe('admission matrix', () => {
   it.each([

@@ -95,10 +95,22 @@ describe('request log', () => {
     expect(JSON.stringify(line)).not.toContain('secret-query');
   });
 
-  it('records why the shim rejected a request', async () => {
+  it('records why the shim rejected a request, and which client it was', async () => {
     const { url, lines } = await start();
-    await fetch(`${url}/user/me`, { headers: { 'x-reject': '1' } });
-    expect((await lines())[0]).toMatchObject({ res: { statusCode: 401 }, rejection: 'credentials' });
+    await fetch(`${url}/user/me`, {
+      headers: { 'x-reject': '1', 'user-agent': `legacy-app/2.3 ${'x'.repeat(400)}` },
+    });
+    await fetch(`${url}/missions`, { headers: { 'user-agent': 'legacy-app/2.3' } });
+    const [refused, served] = await lines();
+    expect(refused).toMatchObject({
+      res: { statusCode: 401 },
+      rejection: 'credentials',
+      remoteAddress: '127.0.0.1',
+    });
+    expect(refused?.userAgent).toBe(`legacy-app/2.3 ${'x'.repeat(400)}`.slice(0, 256));
+    // The client's address on every line; its User-Agent only where the shim refused it.
+    expect(served).toMatchObject({ res: { statusCode: 201 }, remoteAddress: '127.0.0.1' });
+    expect(served).not.toHaveProperty('userAgent');
   });
 
   it("writes the request's X-Request-Id and traceparent's trace id, for correlation; invalid ones not", async () => {
