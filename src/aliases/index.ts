@@ -193,7 +193,9 @@ export function createAliasLayer(
 
   return {
     name: 'aliases',
-    adminRoutes: usageRoutes(usage, now),
+    adminRoutes: usageRoutes(usage, now, (dropped) =>
+      context.logger.warn(dropped, 'alias usage report reset: its counts are gone'),
+    ),
     variesByClientVersion: settings.enabled, // responses depend on the client version only while the layer is on
     onRequest(exchange: Exchange): ExchangeHooks | undefined {
       const version = exchange.clientVersion;

@@ -70,15 +70,22 @@ export const USAGE_PATH = '/aliases/usage';
  *   ({@link listingLimit}; an empty one too) lists the whole table. A listing of more than
  *   {@link LISTING_SLICE} consumers is written a slice at a time (chunked, no `Content-Length`), so
  *   that a large table does not hold the event loop the front door shares; `HEAD` gets the head alone.
- * - `DELETE /aliases/usage` → 204: the table is reset and `since` moves to now.
+ * - `DELETE /aliases/usage` → 204: the table is reset and `since` moves to now; `onReset` is told what
+ *   was dropped and who asked (for the log: the counts are gone for good).
  * @param usage The layer's usage table.
  * @param now The clock, ms since the epoch: `since` is when the table was created or last reset.
+ * @param onReset Told of each reset: the requests and consumers the table held, its `since`, and the
+ *   admin client's address.
  * @returns The two routes, for {@link ProxyPlugin.adminRoutes} (the core answers `HEAD` as `GET`, other
  *   methods with 405).
  * @example
  * const plugin = { name: 'aliases', adminRoutes: usageRoutes(usage, Date.now), onRequest };
  */
-export function usageRoutes(usage: UsageTable, now: () => number): AdminRoute[] {
+export function usageRoutes(
+  usage: UsageTable,
+  now: () => number,
+  onReset?: (dropped: { recorded: number; consumers: number; since: string; remoteAddress?: string }) => void,
+): AdminRoute[] {
   let since = now();
   return [
     {
@@ -110,9 +117,16 @@ export function usageRoutes(usage: UsageTable, now: () => number): AdminRoute[] 
     {
       method: 'DELETE',
       path: USAGE_PATH,
-      handle(_req: IncomingMessage, res: ServerResponse) {
+      handle(req: IncomingMessage, res: ServerResponse) {
+        const dropped = {
+          recorded: usage.recorded,
+          consumers: usage.size,
+          since: new Date(since).toISOString(),
+          remoteAddress: req.socket.remoteAddress,
+        };
         usage.reset();
         since = now();
+        onReset?.(dropped);
         res.writeHead(204, { 'cache-control': 'no-store' });
         res.end();
       },

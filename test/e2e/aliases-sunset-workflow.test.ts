@@ -114,9 +114,17 @@ describe('who still uses the aliases', () => {
     const aliased = stack.logs().filter((l) => l.msg === 'request completed' && l.aliases);
     expect(aliased).toHaveLength(70);
     expect(aliased.every((l) => typeof l.consumer === 'string')).toBe(true);
-    // Reset.
+    // Reset: the counts are gone for good, so the log says what went and who asked.
+    const before = (await send(adminUrl, 'GET', '/aliases/usage')).json<Report>();
     expect((await send(adminUrl, 'DELETE', '/aliases/usage')).status).toBe(204);
     expect((await send(adminUrl, 'GET', '/aliases/usage')).json<Report>().consumers).toEqual([]);
+    const reset = stack.logs().find((l) => l.msg === 'alias usage report reset: its counts are gone');
+    expect(reset).toMatchObject({
+      level: 40,
+      recorded: 70,
+      consumers: before.consumers.length,
+      remoteAddress: '127.0.0.1',
+    });
     expect((await send(adminUrl, 'POST', '/aliases/usage')).status).toBe(405);
   });
 });
