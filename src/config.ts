@@ -10,6 +10,7 @@
  * variable of a retired plugin still set in the environment is named in a start-up warning
  * ({@link unknownVariableWarnings}).
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
@@ -187,6 +188,30 @@ const optionalStr = z
   .string()
   .optional()
   .transform((v) => (v === '' ? undefined : v));
+
+/** A PEM certificate block (RFC 7468 §2), from its BEGIN line to its END line (or the text's end). */
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?(?:-----END CERTIFICATE-----|$)/g;
+
+/**
+ * The certificate blocks of a PEM text that do not parse as X.509 (RFC 7468 §5), by position from 1.
+ * @param text A PEM file's text.
+ * @returns The positions of the blocks `X509Certificate` refuses (a truncated or corrupt base64 body, no
+ *   END line); empty when every block parses.
+ * @example unparsableCertificates('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----') // → [1]
+ */
+export function unparsableCertificates(text: string): number[] {
+  const broken: number[] = [];
+  let position = 0;
+  for (const [block] of text.matchAll(PEM_CERTIFICATE)) {
+    position++;
+    try {
+      new X509Certificate(block);
+    } catch {
+      broken.push(position);
+    }
+  }
+  return broken;
+}
 
 /** Parsers for variable values, shared by the core schema and plugin schemas. Empty counts as unset. */
 export const parsers = {
@@ -527,10 +552,20 @@ export const CORE_VARIABLES = {
         });
         return z.NEVER;
       }
+      // Node's TLS skips a block it cannot parse without a word: every request would then fail
+      // verification (502) and the log blame the upstream's certificate (docs/reliability.md fix 131).
+      const broken = unparsableCertificates(text);
+      if (broken.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${v}": certificate ${broken.join(', ')} (counted from 1) is not a valid PEM certificate`,
+        });
+        return z.NEVER;
+      }
       return text;
     }),
     meaning:
-      'For an `https:` upstream: a PEM file of CA certificates trusted in addition to Node\'s root store (a private CA). Read once at start; unreadable or without a certificate → config error. TLS verification is always on; the server name (SNI) is the `UPSTREAM_URL` host, never the client\'s `Host`. An upstream whose certificate does not verify → 502 (`shim_upstream_errors_total{kind="refused"}`).',
+      'For an `https:` upstream: a PEM file of CA certificates trusted in addition to Node\'s root store (a private CA). Read once at start into one trust store for every connection; unreadable, without a certificate, or with a block that does not parse as one → config error. TLS verification is always on; the server name (SNI) is the `UPSTREAM_URL` host, never the client\'s `Host`. An upstream whose certificate does not verify → 502 (`shim_upstream_errors_total{kind="refused"}`).',
   },
   UPSTREAM_TIMEOUT_MS: {
     schema: parsers.ms(60_000),

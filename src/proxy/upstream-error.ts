@@ -139,16 +139,46 @@ export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind
   return 'reset';
 }
 
+/**
+ * The codes Node gives a certificate that does not verify (OpenSSL's `X509_V_ERR_*` without the prefix,
+ * as Node's `verifyErrorString` names them), `ERR_TLS_CERT_ALTNAME_INVALID` (the name does not match),
+ * and `EPROTO`, a handshake the upstream refused (it speaks only TLS 1.0 or 1.1, or only h2: fix 55).
+ */
+const TLS_REFUSED = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_CRL',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD',
+  'ERROR_IN_CRL_NEXT_UPDATE_FIELD',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_REVOKED',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+]);
+
+/** A TLS failure before the exchange: the certificate ({@link TLS_REFUSED}), or OpenSSL's `ERR_SSL_*`. */
 function isTlsVerificationError(code: string): boolean {
-  return (
-    code === 'DEPTH_ZERO_SELF_SIGNED_CERT' ||
-    code === 'SELF_SIGNED_CERT_IN_CHAIN' ||
-    code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' ||
-    code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' ||
-    code === 'CERT_HAS_EXPIRED' ||
-    code === 'ERR_TLS_CERT_ALTNAME_INVALID' ||
-    code.startsWith('ERR_SSL_')
-  );
+  return TLS_REFUSED.has(code) || code.startsWith('ERR_SSL_');
 }
 
 /** What is known when an upstream exchange fails. */

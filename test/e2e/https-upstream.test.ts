@@ -12,8 +12,8 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import tls, { type TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { send } from '../helpers/http.ts';
 import { CURRENT, type Stack, startStack } from '../helpers/stack.ts';
@@ -94,6 +94,8 @@ beforeAll(async () => {
     (req, res) => {
       hosts.push(req.headers.host ?? '');
       const sni = (req.socket as TLSSocket).servername;
+      // As gunicorn's sync workers: a new connection for every request.
+      if (req.url?.includes('close=1')) res.setHeader('connection', 'close');
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ path: req.url, sni }));
     },
@@ -136,6 +138,25 @@ describe('https upstream', () => {
     expect(serverNames.slice(before)).toEqual(['localhost']);
     // three requests, one TLS handshake: the connection was kept alive and reused
     expect(tlsConnections - before).toBe(1);
+  });
+
+  it('builds the trust of UPSTREAM_CA_FILE once, not for every new connection (fix 131)', async () => {
+    // From `ca`, Node built a context of its 120-odd roots and the CA file per connection: 12 ms each.
+    const contexts = vi.spyOn(tls, 'createSecureContext');
+    try {
+      await withStack({ UPSTREAM_CA_FILE: caFile }, async (stack) => {
+        const atStart = contexts.mock.calls.length;
+        const before = tlsConnections;
+        for (let i = 0; i < 4; i++) {
+          const reply = await send(stack.url, 'GET', `/missions?close=1&i=${i}`, CURRENT);
+          expect(reply.status).toBe(200);
+        }
+        expect(tlsConnections - before).toBe(4);
+        expect(contexts.mock.calls.length).toBe(atStart);
+      });
+    } finally {
+      contexts.mockRestore();
+    }
   });
 
   it('untrusted (no CA file: verification is on by default) → 502, counted, nothing served', async () => {
@@ -200,6 +221,30 @@ describe('UPSTREAM_CA_FILE is read once at start', () => {
       expect.unreachable();
     } catch (err) {
       expect((err as ConfigError).problems).toEqual([expect.stringMatching(/^UPSTREAM_CA_FILE: .*no PEM/)]);
+    }
+  });
+
+  it('a block that looks like PEM but is no certificate is a configuration error, not a 502 for every request (fix 131)', () => {
+    const valid = readFileSync(caFile, 'utf8');
+    const corrupt = '-----BEGIN CERTIFICATE-----\nMIIBkzCB/QIJAKZ=\n-----END CERTIFICATE-----\n';
+    for (const [name, text, position] of [
+      ['garbage.pem', corrupt, '1'],
+      ['second-broken.pem', valid + corrupt, '2'],
+      ['truncated.pem', valid.slice(0, valid.length - 40), '1'],
+    ] as const) {
+      writeFileSync(join(dir, name), text);
+      try {
+        loadConfig({ UPSTREAM_URL: 'https://x', UPSTREAM_CA_FILE: join(dir, name) });
+        expect.unreachable();
+      } catch (err) {
+        expect((err as ConfigError).problems).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^UPSTREAM_CA_FILE: .*certificate ${position} \\(counted from 1\\) is not a valid PEM certificate`,
+            ),
+          ),
+        ]);
+      }
     }
   });
 

@@ -40,6 +40,10 @@ describe('upstreamErrorKind', () => {
     ['SELF_SIGNED_CERT_IN_CHAIN', 'refused'],
     ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'refused'],
     ['CERT_HAS_EXPIRED', 'refused'],
+    ['CERT_NOT_YET_VALID', 'refused'], // clock skew, a certificate issued a moment ago (fix 131)
+    ['INVALID_PURPOSE', 'refused'], // a certificate for client authentication only
+    ['CERT_REVOKED', 'refused'],
+    ['EPROTO', 'refused'], // a handshake refused: only TLS 1.0/1.1, or only h2 (fix 55)
     ['ERR_SSL_WRONG_VERSION_NUMBER', 'refused'], // an https:// upstream that speaks plain HTTP
     ['EHOSTUNREACH', 'refused'],
     ['ERR_INVALID_HTTP_RESPONSE', 'invalid'],
