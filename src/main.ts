@@ -40,7 +40,13 @@ try {
 }
 
 let config: Config;
-let runtime: Runtime;
+let runtime: Runtime | undefined;
+// Installed before the start, so that a signal during it (a rolling update that gives up on a pod still
+// starting, a Ctrl-C) is not Node's default action, which ends the process at once: exit 143 instead of
+// 0, and a demo backend already spawned left running without its parent (docs/reliability.md fix 132).
+// The start completes, then drains at once; a second signal exits 1 (the demo backend killed on exit).
+let signalled: NodeJS.Signals | undefined;
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
 try {
   config = loadConfig(process.env, PLUGINS, { requireUpstream: !demo });
   runtime = await createRuntime(config, { demo });
@@ -63,21 +69,31 @@ process.on('warning', (warning: Error & { code?: string }) => {
   runtime.logger.warn({ warning: { name: warning.name, code: warning.code } }, warning.message);
 });
 
-process.on('SIGTERM', () => shutdown('SIGTERM'));
-process.on('SIGINT', () => shutdown('SIGINT'));
-// `nohup` never kept a Node process alive: Node resets SIGHUP to its default at start (seen on Node 24:
-// `nohup node -e …` ends on `kill -HUP` with 129). Handled, a hangup drains like SIGTERM.
-process.on('SIGHUP', () => shutdown('SIGHUP'));
+// A signal that came while starting: drain now (nothing is in flight yet).
+if (signalled !== undefined) {
+  const signal = signalled;
+  signalled = undefined;
+  shutdown(signal);
+}
 
+// SIGHUP too: `nohup` never kept a Node process alive (Node resets SIGHUP to its default at start; seen
+// on Node 24: `nohup node -e …` ends on `kill -HUP` with 129). Handled, a hangup drains like SIGTERM.
 function shutdown(signal: NodeJS.Signals): void {
+  if (runtime === undefined) {
+    // Still starting: the first signal waits for the start; a second one ends the process.
+    if (signalled !== undefined) process.exit(1);
+    signalled = signal;
+    return;
+  }
   if (runtime.draining) {
     runtime.logger.warn({ signal }, 'second signal: exiting now');
     process.exit(1);
   }
   // Backstop: whatever still hangs (a close callback that never comes), the process ends.
+  const started = runtime;
   setTimeout(() => {
-    runtime.logger.error('shutdown did not complete: exiting');
+    started.logger.error('shutdown did not complete: exiting');
     process.exit(1);
   }, config.shutdownTimeoutMs + 5_000).unref();
-  void runtime.drain(signal).then(() => process.exit(0));
+  void started.drain(signal).then(() => process.exit(0));
 }

@@ -409,6 +409,47 @@ describe.concurrent('graceful shutdown', () => {
     agent.destroy();
   });
 
+  it.for(['SIGTERM', 'SIGINT'] as const)(
+    'on %s during the start (the upstream probe under way) still starts, drains and exits 0 (fix 132)',
+    async (signal, { expect }) => {
+      // An upstream that accepts connections and never answers: the start probe waits on it.
+      let probed: () => void = () => {};
+      const probing = new Promise<void>((resolve) => {
+        probed = resolve;
+      });
+      const silent = net.createServer((socket) => {
+        socket.on('error', () => {});
+        probed();
+      });
+      silent.listen(0, '127.0.0.1');
+      await once(silent, 'listening');
+      const child = spawn(process.execPath, [MAIN], {
+        env: {
+          ...baseEnv(),
+          HOST: '127.0.0.1',
+          PORT: '0',
+          ADMIN_PORT: '0',
+          UPSTREAM_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      const exited = once(child, 'close');
+      // The probe's connection: the process is inside its start, past loading its modules.
+      await probing;
+      child.kill(signal);
+      const [code, killedBy] = await exited;
+      silent.close();
+      expect({ code, killedBy }).toEqual({ code: 0, killedBy: null });
+      expect(out).toContain('"msg":"compat-shim listening"');
+      expect(out).toContain('"msg":"stopped"');
+    },
+  );
+
   it('in demo mode, starts the reference backend as a child process, says so, and stops it', async ({
     expect,
   }) => {
