@@ -46,15 +46,21 @@ let runtime: Runtime | undefined;
 // 0, and a demo backend already spawned left running without its parent (docs/reliability.md fix 132).
 // The start completes, then drains at once; a second signal exits 1 (the demo backend killed on exit).
 let signalled: NodeJS.Signals | undefined;
+/** The two listeners' ports, once the configuration is read: to name the one a listen error is about. */
+let ports: Pick<Config, 'port' | 'adminPort'> | undefined;
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
 try {
   config = loadConfig(process.env, PLUGINS, { requireUpstream: !demo });
+  ports = config;
   runtime = await createRuntime(config, { demo });
 } catch (err) {
   if (err instanceof ConfigError) {
     for (const problem of err.problems) process.stderr.write(`config error: ${problem}\n`);
   } else if ((err as NodeJS.ErrnoException).syscall === 'listen') {
-    process.stderr.write(`listen error: ${(err as Error).message}\n`);
+    // Which variable names the port: both listeners bind the same HOST.
+    const { port } = err as { port?: number };
+    const variable = port === ports?.port ? 'PORT' : port === ports?.adminPort ? 'ADMIN_PORT' : undefined;
+    process.stderr.write(`listen error${variable ? ` (${variable})` : ''}: ${(err as Error).message}\n`);
   } else {
     process.stderr.write(`start error: ${(err as Error).message}\n`);
   }

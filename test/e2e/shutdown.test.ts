@@ -548,6 +548,6 @@ describe.concurrent('start-up failures', () => {
       UPSTREAM_URL: 'http://127.0.0.1:9',
     });
     expect(code).toBe(1);
-    expect(stderr.trim()).toMatch(/^listen error: .*EADDRINUSE/);
+    expect(stderr.trim()).toMatch(/^listen error \(PORT\): .*EADDRINUSE/);
   });
 });
