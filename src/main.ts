@@ -19,6 +19,8 @@ import { parseArgs } from 'node:util';
 import { PLUGINS } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
+// Second: the stop signals, held from here on until the handler below is in place (signals.ts).
+import { onStopSignal } from './signals.ts';
 
 const USAGE =
   'usage: node dist/main.js [--demo]   (configuration: environment variables, docs/configuration.md)';
@@ -41,14 +43,14 @@ try {
 
 let config: Config;
 let runtime: Runtime | undefined;
-// Installed before the start, so that a signal during it (a rolling update that gives up on a pod still
+// Handled before the start, so that a signal during it (a rolling update that gives up on a pod still
 // starting, a Ctrl-C) is not Node's default action, which ends the process at once: exit 143 instead of
 // 0, and a demo backend already spawned left running without its parent (docs/reliability.md fix 132).
 // The start completes, then drains at once; a second signal exits 1 (the demo backend killed on exit).
 let signalled: NodeJS.Signals | undefined;
 /** The two listeners' ports, once the configuration is read: to name the one a listen error is about. */
 let ports: Pick<Config, 'port' | 'adminPort'> | undefined;
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
+onStopSignal(shutdown);
 try {
   config = loadConfig(process.env, PLUGINS, { requireUpstream: !demo });
   ports = config;
@@ -82,8 +84,8 @@ if (signalled !== undefined) {
   shutdown(signal);
 }
 
-// SIGHUP too: `nohup` never kept a Node process alive (Node resets SIGHUP to its default at start; seen
-// on Node 24: `nohup node -e …` ends on `kill -HUP` with 129). Handled, a hangup drains like SIGTERM.
+// SIGHUP too (signals.ts): `nohup` never kept a Node process alive (Node resets SIGHUP to its default at
+// start; seen on Node 24: `nohup node -e …` ends on `kill -HUP` with 129). A hangup drains like SIGTERM.
 function shutdown(signal: NodeJS.Signals): void {
   if (runtime === undefined) {
     // Still starting: the first signal waits for the start; a second one ends the process.

@@ -51,10 +51,11 @@ export const ADMIN_TIMEOUTS = Object.freeze({
  * - `HEAD` is answered like `GET` without a body; other methods → 405; other paths → 404.
  *
  * One request at a time per connection: a request that arrives while the connection's previous response
- * is still being made (pipelined), or while what was sent before is still unread in the socket's
- * buffer, closes the connection unanswered. No admin client pipelines (Prometheus, a kubelet, curl),
- * and Node makes a response for every request it parses: 20 connections of 500 pipelined
- * `GET /metrics` that never read held 445 MiB of rendered pages and kept `/healthz` 12 s from its answer
+ * is still under way closes the connection unanswered — a pipelined request, or one sent while the
+ * previous answer is still unsent because the client does not read it (a response `close`s only once
+ * its last byte is in the kernel's buffer). No admin client pipelines (Prometheus, a kubelet, curl), and
+ * Node makes a response for every request it parses: 20 connections of 500 pipelined `GET /metrics`
+ * that never read took the shim over 500 MiB and kept `/healthz` 12 s from its answer
  * (docs/reliability.md fix 127). Memory per connection: one response.
  * @param options The registry and the two state callbacks.
  * @example
@@ -83,7 +84,7 @@ export function createAdminServer(options: AdminOptions): http.Server {
     },
     async (req, res) => {
       const socket = req.socket;
-      if (busy.has(socket) || socket.writableLength > 0) {
+      if (busy.has(socket)) {
         socket.destroy();
         return;
       }

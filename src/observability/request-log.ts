@@ -42,14 +42,16 @@ export function createRequestLog(
   let counter = 0;
   return (req, res, arrived, onFinish) => {
     const reqId = ++counter;
+    // Read now: once the socket is gone, a peer address never read is lost (Node caches it per socket).
+    const remoteAddress = req.socket.remoteAddress;
     const finished = () => {
       res.off('close', closed);
       onFinish?.();
-      writeLine(pick, reqId, arrived, req, res);
+      writeLine(pick, reqId, arrived, remoteAddress, req, res);
     };
     const closed = () => {
       res.off('finish', finished);
-      writeLine(pick, reqId, arrived, req, res);
+      writeLine(pick, reqId, arrived, remoteAddress, req, res);
     };
     res.on('finish', finished);
     res.on('close', closed);
@@ -60,6 +62,7 @@ function writeLine(
   pick: (line: Record<string, unknown>) => Logger,
   reqId: number,
   arrived: number,
+  remoteAddress: string | undefined,
   req: IncomingMessage,
   res: ServerResponse,
 ): void {
@@ -67,10 +70,10 @@ function writeLine(
   const state = stateOf(res);
   const line: Record<string, unknown> = {
     reqId,
-    req: { method: req.method, path: logPath(state?.exchange.path ?? pathOf(req.url)) },
+    req: { method: req.method, path: logPath(targetOf(req, state?.exchange.path)) },
     res: { statusCode: status },
     responseTime: Math.round(performance.now() - arrived),
-    remoteAddress: req.socket.remoteAddress,
+    remoteAddress,
   };
   // Correlation with the ingress's, the upstream's and a tracer's records (correlation.ts): checked
   // values of two headers that carry no credential, the only header values the line holds.
@@ -99,34 +102,40 @@ function writeLine(
 
 /** A `;name=value` path parameter's value (RFC 3986 §3.3), up to the next parameter or segment. */
 const PARAMETER_VALUE = /(;[^/;=]*=)[^/;]*/g;
-/** The userinfo of an absolute-form target (`http://user:password@host/…`, RFC 3986 §3.2.1). */
-const USERINFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/;
 
 /**
  * A request's path as the log holds it: as sent, without what can carry a credential as the query
- * string can. The values of path parameters (`/missions;jsessionid=…` → `/missions;jsessionid=`) and a
- * fragment are dropped, and the userinfo of an absolute-form target (`http://alice:pw@host/x` →
- * `http://host/x`; such targets are refused 400, and the refusal is logged). Parameter names and
- * everything else stay, so that a refused evasion (`/a;/../b`) is still seen as sent. Pure; a path with
- * none of these is returned as it is (three scans).
- * @param path The path without the query (`Exchange.path`), or any request target.
+ * string can. The query and a fragment are dropped, the values of path parameters
+ * (`/missions;jsessionid=…` → `/missions;jsessionid=`), and in a target that is not origin-form
+ * (`http://alice:pw@host/x`, refused 400, and the refusal logged) everything from `://` to the last
+ * `@` (→ `http://host/x`): a broken client's password may hold `/`, `?` or `#`, which RFC 3986 would
+ * have encoded. Parameter names and everything else stay, so that a refused evasion (`/a;/../b`) is
+ * still seen as sent. Pure; an origin-form path with none of these is returned as it is (three scans).
+ * @param target The request target (`req.url`), or a path without its query (`Exchange.path`).
  * @returns The path to log.
  * @example logPath('/missions;jsessionid=8F3A/metadata') // → '/missions;jsessionid=/metadata'
- * @example logPath('http://alice:pw@shim.test/missions') // → 'http://shim.test/missions'
+ * @example logPath('http://alice:p/w?d@shim.test/missions?x=1') // → 'http://shim.test/missions'
  */
-export function logPath(path: string): string {
-  let out = path;
-  const hash = out.indexOf('#');
-  if (hash !== -1) out = out.slice(0, hash);
-  if (out.charCodeAt(0) !== 0x2f /* / */) out = out.replace(USERINFO, '$1');
+export function logPath(target: string): string {
+  let out = target;
+  if (out.charCodeAt(0) !== 0x2f /* / */) {
+    const scheme = out.indexOf('://');
+    const at = out.lastIndexOf('@');
+    if (scheme !== -1 && at > scheme) out = out.slice(0, scheme + 3) + out.slice(at + 1);
+  }
+  const query = out.search(/[?#]/);
+  if (query !== -1) out = out.slice(0, query);
   return out.includes(';') ? out.replace(PARAMETER_VALUE, '$1') : out;
 }
 
 /** Most characters of a `User-Agent` a refusal's line holds. */
 const MAX_USER_AGENT = 256;
 
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return '';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
+/**
+ * What the line's path is made from: the exchange's path for an origin-form target (what the pipeline
+ * judged), else the raw target whole, so that {@link logPath} sees all of an absolute-form one.
+ */
+function targetOf(req: IncomingMessage, path: string | undefined): string {
+  const url = req.url ?? '';
+  return url.charCodeAt(0) === 0x2f /* / */ ? (path ?? url) : url;
 }

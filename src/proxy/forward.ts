@@ -268,6 +268,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
    */
   const uploadStalled = ({ req, res, state }: Forwarding) => {
     state.rejection = 'body_timeout';
+    state.exchange.logFields.refusal = UPLOAD_STALLED;
     metrics.rejections.inc({ reason: 'body_timeout' });
     logger.warn({ path: logPath(state.exchange.path), rejection: 'body_timeout' }, UPLOAD_STALLED);
     sendError(res, 408, UPLOAD_STALLED, options.responseHeaders(state, undefined), true);

@@ -352,7 +352,11 @@ describe.concurrent('a streamed upload the client stops sending', () => {
     const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
       what: 'the request line',
     });
-    expect(line).toMatchObject({ rejection: 'body_timeout', clientStalled: true });
+    expect(line).toMatchObject({
+      rejection: 'body_timeout',
+      clientStalled: true,
+      refusal: expect.stringMatching(/^The request body stopped arriving/),
+    });
     expect(line).not.toHaveProperty('upstreamError');
     const { values } = await stack.metrics.upstreamErrors.get();
     expect(values.filter((v) => v.value > 0)).toEqual([]);

@@ -19,6 +19,11 @@ describe('logPath', () => {
     ['http://alice:S3cretPw@shim.test/missions', 'http://shim.test/missions'],
     ['http://shim.test/missions', 'http://shim.test/missions'],
     ['HTTPS://a@b@c/x', 'HTTPS://c/x'],
+    // A broken client's password with `/`, `?` or `#` (RFC 3986 would have them percent-encoded).
+    ['http://alice:pa/ss@x/user/me', 'http://x/user/me'],
+    ['http://alice:pa#ss@x/user/me', 'http://x/user/me'],
+    ['http://alice:pa?ss@x/user/me?q=1', 'http://x/user/me'],
+    ['/missions?access_token=secret', '/missions'],
   ])('%j → %j', (path, logged) => {
     expect(logPath(path)).toBe(logged);
   });

@@ -53,11 +53,13 @@ describe('createUpstreamTransport', () => {
     t.agent.destroy();
   });
 
-  it('https with a CA bundle: trusted in addition to Node’s roots', () => {
-    const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  it('https with a CA bundle: one trust store, Node’s roots and the bundle, built once for every connection', () => {
+    const pem = rootCertificates[0]!; // any valid certificate
     const t = createUpstreamTransport(new URL('https://127.0.0.1'), { caPem: pem });
     const options = (t.agent as https.Agent & { options: https.AgentOptions }).options;
-    expect(options.ca).toEqual([...rootCertificates, pem]);
+    // Not `ca`, from which Node builds a context per connection (docs/reliability.md fix 131).
+    expect(options.ca).toBeUndefined();
+    expect(options.secureContext).toBeDefined();
     expect(t.target).toMatchObject({ port: 443, servername: '' });
     t.agent.destroy();
   });
