@@ -57,7 +57,7 @@ podman build --pull=never --format docker -t "$IMAGE" \
 BUILD_MS=$(( $(ms) - t ))
 SIZE=$(podman image inspect "$IMAGE" --format '{{.Size}}')
 BASE_SIZE=$(podman image inspect docker.io/library/node:24-bookworm-slim --format '{{.Size}}')
-[ "$(podman image inspect "$IMAGE" --format '{{.Config.User}}')" = node ] || fail "image does not run as the node user"
+[ "$(podman image inspect "$IMAGE" --format '{{.Config.User}}')" = 1000:1000 ] || fail "image does not run as the node user (uid 1000)"
 podman run --rm --no-healthcheck --entrypoint sh "$IMAGE" -c 'test ! -e node_modules && test ! -e src && test -s dist/main.js' ||
   fail "the final image holds more than the bundle (node_modules, src/ or the reference backend)"
 # Fail closed: without UPSTREAM_URL the image refuses to start (exit 1, one config error line), and

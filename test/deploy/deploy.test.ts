@@ -170,6 +170,7 @@ describe('deploy/front-door.yaml', () => {
     expect(docs.map((d) => d.kind).sort()).toEqual([
       'Deployment',
       'HorizontalPodAutoscaler',
+      'NetworkPolicy',
       'PodDisruptionBudget',
       'Service',
     ]);
@@ -271,5 +272,42 @@ describe('deploy/compose.yaml', () => {
       expect(s.cap_drop).toEqual(['ALL']);
       expect(s.security_opt).toContain('no-new-privileges:true');
     }
+  });
+});
+
+/**
+ * The NetworkPolicy of a manifest admits the shim's front port from the cluster and its admin port only
+ * from the monitoring namespace, and no other port: the admin listener's usage report and its `DELETE`
+ * carry no credential (docs/reliability.md, review of the twenty-fifth session).
+ */
+describe.each(['kubernetes.yaml', 'front-door.yaml'])('the NetworkPolicy of deploy/%s', (file) => {
+  const docs = documents(file);
+  const policy = docs.find((d) => d.kind === 'NetworkPolicy') as Obj & {
+    spec: {
+      podSelector: { matchLabels: Obj };
+      policyTypes: string[];
+      ingress: Array<{ from?: Obj[]; ports: Array<{ port: unknown }> }>;
+    };
+  };
+  const deployment = docs.find((d) => d.kind === 'Deployment') as Obj & {
+    spec: { template: { metadata: { labels: Obj } } };
+  };
+
+  it("selects the Deployment's pods, for ingress", () => {
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    for (const [k, v] of Object.entries(policy.spec.podSelector.matchLabels))
+      expect(deployment.spec.template.metadata.labels[k]).toBe(v);
+  });
+
+  it('admits the front port from anywhere, the admin port only from the monitoring namespace, and nothing else', () => {
+    const rules = policy.spec.ingress;
+    const ports = rules.flatMap((r) => r.ports.map((p) => p.port));
+    expect(ports.sort()).toEqual(['admin', 'http']);
+    const front = rules.find((r) => r.ports.some((p) => p.port === 'http'));
+    expect(front?.from).toBeUndefined();
+    const admin = rules.find((r) => r.ports.some((p) => p.port === 'admin'));
+    expect(admin?.from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
   });
 });

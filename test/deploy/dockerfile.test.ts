@@ -37,13 +37,36 @@ describe('Dockerfile', () => {
   });
 
   it('copies the bundle alone into the final stage: no node_modules, no sources, no reference backend', () => {
-    expect(final('RUN')).toEqual([]);
     expect(final('COPY')).toEqual(['COPY --from=build /app/dist/main.js ./dist/main.js']);
-    expect(finalStage.join('\n')).not.toMatch(/node_modules|reference-backend|src\//);
+    const copied = finalStage.filter((l) => !l.startsWith('RUN rm -rf '));
+    expect(copied.join('\n')).not.toMatch(/node_modules|reference-backend|src\//);
+  });
+
+  it("removes the base image's package managers from the final stage, and runs nothing else there", () => {
+    expect(final('RUN')).toHaveLength(1);
+    const removed = final('RUN')[0]!.split(/\s+/).slice(3);
+    for (const path of [
+      '/usr/local/lib/node_modules',
+      '/usr/local/bin/npm',
+      '/usr/local/bin/npx',
+      '/usr/local/bin/corepack',
+      '/usr/local/bin/yarn',
+    ])
+      expect(removed).toContain(path);
+  });
+
+  it("sets no environment variable the shim would warn about as unknown (the image's own, on every start)", () => {
+    const env: Record<string, string> = {};
+    for (const line of final('ENV'))
+      for (const [, name, value] of line.slice(4).matchAll(/([A-Za-z_][A-Za-z0-9_]*)=(\S+)/g))
+        env[name!] = value!;
+    expect(Object.keys(env)).toContain('MALLOC_ARENA_MAX');
+    expect(loadConfig({ ...env, UPSTREAM_URL: 'http://upstream.test' }).warnings).toEqual([]);
   });
 
   it('runs node dist/main.js as PID 1 as the node user, with the documented V8 flags, without --demo and without --expose-gc', () => {
-    expect(final('USER')).toEqual(['USER node']);
+    // The node user by number, so that Kubernetes' runAsNonRoot can verify it.
+    expect(final('USER')).toEqual(['USER 1000:1000']);
     // The V8 flags of npm start: docs/operations.md "Memory flags", docs/reliability.md "Memory while streaming".
     expect(final('ENTRYPOINT')).toEqual([
       'ENTRYPOINT ["node", "--max-semi-space-size=2", "--scavenger-max-new-space-capacity-mb=4", "dist/main.js"]',
@@ -76,8 +99,10 @@ describe('Dockerfile', () => {
   });
 
   it('carries OCI labels', () => {
-    for (const key of ['title', 'description', 'version', 'revision', 'created'])
+    for (const key of ['title', 'description', 'version', 'revision', 'created', 'base.name'])
       expect(dockerfile).toContain(`org.opencontainers.image.${key}=`);
+    // A documentation label is a URL (OCI image-spec annotations), which a relative path was not.
+    expect(dockerfile).not.toContain('org.opencontainers.image.documentation="docs/');
   });
 });
 
