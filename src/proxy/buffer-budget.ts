@@ -122,6 +122,17 @@ export class Reservation {
   }
 
   /**
+   * Gives `bytes` of what is held back to the budget (at most what is held): the end of a use that
+   * needed room only for a while, such as a decoder's working memory.
+   * @param bytes Bytes to give back (non-negative).
+   */
+  shrink(bytes: number): void {
+    const given = Math.min(bytes, this.held);
+    this.budget.release(given);
+    this.held -= given;
+  }
+
+  /**
    * Moves everything held to a new reservation of the same budget and ceiling, for another owner to
    * release; this one then holds nothing (its own release, still due, gives back nothing more). For a
    * rewritten body that outlives its exchange's response: an upstream that answered before the body

@@ -24,6 +24,64 @@ const zstdCompress = promisify(zlib.zstdCompress);
  */
 const ZSTD_WINDOW_LOG_MAX = 23;
 /**
+ * The memory a decoder holds besides its output, per coding, in bytes: its window at most (RFC 1951:
+ * 32 KiB for gzip and deflate, with zlib's state; RFC 7932 §9.1: up to 16 MiB for brotli, the largest
+ * window without the large-window extension, which Node's decoder leaves off; zstd: the 8 MiB of
+ * {@link ZSTD_WINDOW_LOG_MAX}). What a request body's decode reserves from the budget while it runs
+ * (request-body.ts; docs/reliability.md fix 134).
+ */
+export const DECODER_WINDOW_BYTES: Readonly<Record<SupportedCoding, number>> = Object.freeze({
+  identity: 0,
+  gzip: 64 * 1024,
+  deflate: 64 * 1024,
+  br: 16 * 1024 * 1024,
+  zstd: 2 ** ZSTD_WINDOW_LOG_MAX,
+});
+
+/**
+ * The window a coded body declares in its first bytes, in bytes, at most {@link DECODER_WINDOW_BYTES}
+ * of its coding (that maximum when the head does not say, or says more): what its decoder may hold.
+ * brotli: `WBITS` of the stream header (RFC 7932 §9.1), a window of 2^WBITS − 16 bytes. zstd: the first
+ * frame's `Window_Descriptor`, or its `Frame_Content_Size` for a single-segment frame (RFC 8878
+ * §3.1.1.1). gzip and deflate: their fixed maximum.
+ * @param coding The body's coding.
+ * @param head The body's first bytes (14 are enough for every coding).
+ * @returns Bytes.
+ * @example declaredWindowBytes('br', zlib.brotliCompressSync('{}')) // → 4194304 (WBITS 22, Node's default)
+ */
+export function declaredWindowBytes(coding: SupportedCoding, head: Uint8Array): number {
+  const max = DECODER_WINDOW_BYTES[coding];
+  if (coding === 'br') {
+    const b = head[0];
+    if (b === undefined) return max;
+    let bits = 16;
+    if ((b & 1) === 1) {
+      const n = (b >> 1) & 7;
+      const m = (b >> 4) & 7;
+      bits = n !== 0 ? 17 + n : m === 0 ? 17 : m === 1 ? 0 : 8 + m;
+    }
+    return bits === 0 ? max : Math.min(max, 2 ** bits);
+  }
+  if (coding !== 'zstd') return max;
+  // Magic 0xFD2FB528 (little-endian), then the frame header descriptor.
+  if (head.length < 6 || head[0] !== 0x28 || head[1] !== 0xb5 || head[2] !== 0x2f || head[3] !== 0xfd)
+    return max;
+  const descriptor = head[4]!;
+  const singleSegment = (descriptor & 0x20) !== 0;
+  if (!singleSegment) {
+    const w = head[5]!;
+    const base = 2 ** (10 + (w >> 3));
+    return Math.min(max, base + (base / 8) * (w & 7));
+  }
+  const at = 5 + [0, 1, 2, 4][descriptor & 3]!;
+  const size = [1, 2, 4, 8][descriptor >> 6]!;
+  if (head.length < at + size) return max;
+  let content = 0;
+  for (let k = size - 1; k >= 0; k--) content = content * 256 + head[at + k]!;
+  return Math.min(max, size === 2 ? content + 256 : content);
+}
+
+/**
  * Output buffer of a response's decoder and encoder, in bytes (64 KiB; zlib's default is 16 KiB). Each
  * buffer zlib fills is a thread-pool round trip and a chunk through the steps after it: measured on a
  * gzip upstream's 1.4 MB list patched for 32 concurrent legacy clients, 80 → 114 requests/s

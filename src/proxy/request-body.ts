@@ -7,6 +7,7 @@ import { releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import {
   DecodedTooLargeError,
+  declaredWindowBytes,
   decodeBody,
   encodeBody,
   SUPPORTED_CODINGS,
@@ -248,6 +249,11 @@ async function rewriteReadBody(
 ): Promise<Buffer> {
   let body = raw;
   if (coding !== 'identity') {
+    // The decode's own memory, reserved while it runs: its window and its output, up to the limit. Not
+    // counted, 200 concurrent 204-byte brotli bodies (100 MB of whitespace each) took the shim past 1 GB
+    // before their 413s (docs/reliability.md fix 134).
+    const working = declaredWindowBytes(coding, raw) + limit;
+    if (reservation && !reservation.grow(working)) throw overBudget();
     try {
       body = await decodeBody(raw, coding, limit);
     } catch (err) {
@@ -258,6 +264,8 @@ async function rewriteReadBody(
         );
       }
       throw new ShimError('body', `The request body is not valid ${coding} data.`);
+    } finally {
+      reservation?.shrink(working);
     }
     if (reservation && !reservation.grow(body.length)) throw overBudget();
   }

@@ -121,3 +121,17 @@ describe('Reservation', () => {
     expect(tryReserveReusable(budget, 1)).toBe(false);
   });
 });
+
+describe('Reservation.shrink', () => {
+  it('gives part of what is held back, never more than is held', () => {
+    const budget = createBufferBudget(100);
+    const reservation = new Reservation(budget);
+    expect(reservation.grow(60)).toBe(true);
+    reservation.shrink(25);
+    expect([reservation.bytes, budget.used]).toEqual([35, 35]);
+    reservation.shrink(1_000);
+    expect([reservation.bytes, budget.used]).toEqual([0, 0]);
+    reservation.release();
+    expect(budget.used).toBe(0);
+  });
+});

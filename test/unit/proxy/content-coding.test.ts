@@ -9,7 +9,9 @@ import {
   createDecoder,
   createEncoder,
   createPatchCodec,
+  DECODER_WINDOW_BYTES,
   DecodedTooLargeError,
+  declaredWindowBytes,
   decodeBody,
   encodeBody,
   looksLikeZlib,
@@ -490,5 +492,40 @@ describe('streaming decoders stream', () => {
     } finally {
       gunzip.mockRestore();
     }
+  });
+});
+
+describe('declaredWindowBytes (what a decoder may hold: the window its body declares)', () => {
+  const text = Buffer.from('{"data":[' + '{"metadata":{"k":"v"}},'.repeat(20_000) + '{}]}');
+  it.each([10, 16, 17, 18, 22, 24])('brotli with lgwin %i: 2^lgwin', (lgwin) => {
+    const body = zlib.brotliCompressSync(text, { params: { [zlib.constants.BROTLI_PARAM_LGWIN]: lgwin } });
+    expect(declaredWindowBytes('br', body)).toBe(2 ** lgwin);
+  });
+
+  it('zstd: the Window_Descriptor of a streamed frame, the content size of a single-segment one, at most 8 MiB', () => {
+    const streamed = (windowLog: number) => {
+      const encoder = zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_windowLog]: windowLog } });
+      const out: Buffer[] = [];
+      encoder.on('data', (c: Buffer) => out.push(c));
+      encoder.end(text);
+      return new Promise<Buffer>((resolve) => encoder.on('end', () => resolve(Buffer.concat(out))));
+    };
+    return (async () => {
+      expect(declaredWindowBytes('zstd', await streamed(20))).toBe(2 ** 20);
+      expect(declaredWindowBytes('zstd', await streamed(23))).toBe(2 ** 23);
+      expect(declaredWindowBytes('zstd', await streamed(25))).toBe(DECODER_WINDOW_BYTES.zstd);
+      // One-shot: a single-segment frame with its content size.
+      expect(declaredWindowBytes('zstd', zlib.zstdCompressSync(Buffer.from('{"a":1}')))).toBe(7);
+      expect(declaredWindowBytes('zstd', zlib.zstdCompressSync(text))).toBe(Math.min(text.length, 2 ** 23));
+    })();
+  });
+
+  it.each<[string, Uint8Array]>([
+    ['nothing', new Uint8Array(0)],
+    ['no zstd magic', Buffer.from('not zstd at all')],
+    ['a cut header', Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0xe0])],
+  ])('the maximum when the head does not say: %s', (_what, head) => {
+    expect(declaredWindowBytes('zstd', head)).toBe(DECODER_WINDOW_BYTES.zstd);
+    expect(declaredWindowBytes('gzip', head)).toBe(DECODER_WINDOW_BYTES.gzip);
   });
 });

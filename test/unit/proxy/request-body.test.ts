@@ -6,7 +6,7 @@ import { PassThrough, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
-import { SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
+import { declaredWindowBytes, SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
 import { ShimError } from '../../../src/proxy/errors.ts';
 import {
   ClientAbortedError,
@@ -342,6 +342,54 @@ describe('rewriteRequestBody', () => {
     const req = requestOf([encoded], { ...JSON_HEADERS, 'content-encoding': 'gzip' });
     await rewriteRequestBody(req, [hooks], 1024, { reservation });
     expect(budget.used).toBe(encoded.length + '{"tags":1}'.length);
+  });
+
+  // A decoder's window and its output, up to the limit, are reserved while it runs (decompression bombs:
+  // docs/reliability.md fix 134).
+  it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
+    "reserves the %s decoder's declared window and the limit while it decodes, and gives them back after",
+    async (coding) => {
+      const encode = {
+        gzip: zlib.gzipSync,
+        deflate: zlib.deflateSync,
+        br: zlib.brotliCompressSync,
+        zstd: zlib.zstdCompressSync,
+      }[coding];
+      const encoded = encode('{"tags":1}');
+      const budget = createBufferBudget(64 * 1024 * 1024);
+      let peak = 0;
+      const watched = {
+        ...budget,
+        tryReserve(bytes: number) {
+          const ok = budget.tryReserve(bytes);
+          peak = Math.max(peak, budget.used);
+          return ok;
+        },
+        release: (bytes: number) => budget.release(bytes),
+        get used() {
+          return budget.used;
+        },
+      };
+      const reservation = new Reservation(watched);
+      const { hooks } = strictRewrite();
+      const req = requestOf([encoded], { ...JSON_HEADERS, 'content-encoding': coding });
+      await rewriteRequestBody(req, [hooks], 1024, { reservation });
+      expect(peak).toBe(encoded.length + declaredWindowBytes(coding, encoded) + 1024);
+      expect(budget.used).toBe(encoded.length + '{"tags":1}'.length);
+    },
+  );
+
+  it('refuses with 503 (buffer_budget) a body whose decoder cannot be given room, before decoding it', async () => {
+    const { calls, hooks } = strictRewrite();
+    const encoded = zlib.brotliCompressSync(' '.repeat(10_000_000)); // a decompression bomb, 10 MB of spaces
+    const budget = createBufferBudget(2 * 1024 * 1024); // less than the 4 MiB window Node's encoder declares
+    const req = requestOf([encoded], { ...JSON_HEADERS, 'content-encoding': 'br' });
+    const err = await rejection(
+      rewriteRequestBody(req, [hooks], 1024, { reservation: new Reservation(budget) }),
+    );
+    expect((err as ShimError).reason).toBe('buffer_budget');
+    expect((err as ShimError).statusCode).toBe(503);
+    expect(calls).toEqual([]);
   });
 });
 
