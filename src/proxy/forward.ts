@@ -23,7 +23,12 @@ import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
-import { createPatchCodec, supportedCoding } from './content-coding.ts';
+import {
+  createPatchCodec,
+  declaredWindowBytes,
+  type SupportedCoding,
+  supportedCoding,
+} from './content-coding.ts';
 import { ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
@@ -364,9 +369,55 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       pumpPatch(upstreamRes, res, patch, events);
       return;
     }
-    // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch).
-    pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, events);
+    // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch), once the
+    // decoder's window is reserved; without room, the response goes out as the upstream sent it.
+    withDecoderWindow(upstreamRes, res, coding, (reserved) => {
+      if (reserved) {
+        pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, events);
+        return;
+      }
+      patch.destroy();
+      countUnpatched(state, 'budget_exhausted');
+      pumpBody(upstreamRes, res, headWriter(streamed));
+    });
   };
+
+  /**
+   * Reserves from the budget the memory a patched response's decoder will hold: the window its body
+   * declares in its first bytes (`declaredWindowBytes`: brotli up to 16 MiB, zstd up to 8 MiB, gzip and
+   * deflate 64 KiB), for as long as the response lasts. Not counted, 50 legacy clients reading a brotli
+   * list with a 16 MiB window slowly took +481 MiB (docs/reliability.md fix 135). Decoders may fill three
+   * quarters of the budget together, as request bodies may (`requestBodyCeiling`). Waits for the body's
+   * first bytes (or its end), puts them back, then calls `then(true)` with the reservation given back
+   * when `res` closes, or `then(false)` when the budget has no room (the caller sends the response
+   * unpatched, `budget_exhausted`, as a patch does when it cannot hold a value).
+   * @param source The upstream's response, not yet read.
+   * @param res The client's response.
+   * @param coding The response's content coding (not `identity`).
+   * @param then Told whether the window is reserved; called once, unless the source fails or closes first.
+   */
+  function withDecoderWindow(
+    source: IncomingMessage,
+    res: ServerResponse,
+    coding: Exclude<SupportedCoding, 'identity'>,
+    then: (reserved: boolean) => void,
+  ): void {
+    const onReadable = () => {
+      source.off('readable', onReadable);
+      const head = source.read() as Buffer | null;
+      if (head !== null) source.unshift(head);
+      const window = head === null ? 0 : declaredWindowBytes(coding, head);
+      // Within the request bodies' share (three quarters): the last quarter stays for the values the
+      // patches of these responses hold, or decoders would leave every patch without room.
+      if (budget.used + window > requestBodyCeiling(budget) || !budget.tryReserve(window)) {
+        then(false);
+        return;
+      }
+      res.once('close', () => budget.release(window));
+      then(true);
+    };
+    source.on('readable', onReadable);
+  }
 
   /** Sends an exchange upstream and sees it through its attempts (upstream-attempt.ts). */
   const forward = createUpstreamAttempt({
