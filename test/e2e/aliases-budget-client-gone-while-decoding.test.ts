@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
+import { declaredWindowBytes } from '../../src/proxy/content-coding.ts';
 import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -82,8 +83,10 @@ describe('a coded body whose client goes away while it is decoded, then refused'
       `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: ${LEGACY['service-client-version']}\r\nx-api-key: ${LEGACY['x-api-key']}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: ${gz.length}\r\n\r\n`,
     );
     client.socket.write(gz);
-    // The whole body read and reserved: its decode waits for a thread.
-    await waitFor(async () => (await metric(stack, /^shim_buffered_bytes (\d+)/m)) === gz.length, {
+    // The whole body read and reserved, with its decoder's window and output (fix 134): its decode waits
+    // for a thread.
+    const reserved = gz.length + declaredWindowBytes('gzip', gz) + 1024 * 1024; // MAX_REWRITE_BODY's default
+    await waitFor(async () => (await metric(stack, /^shim_buffered_bytes (\d+)/m)) === reserved, {
       what: 'the coded body read',
     });
     client.socket.destroy();
