@@ -7,14 +7,9 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { PatchCodec } from './response-patch.ts';
 
-const gunzip = promisify(zlib.gunzip);
-const inflate = promisify(zlib.inflate);
-const inflateRaw = promisify(zlib.inflateRaw);
-const brotliDecompress = promisify(zlib.brotliDecompress);
 const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 const brotliCompress = promisify(zlib.brotliCompress);
-const zstdDecompress = promisify(zlib.zstdDecompress);
 const zstdCompress = promisify(zlib.zstdCompress);
 
 /**
@@ -156,36 +151,38 @@ export function supportedCoding(value: string | undefined): SupportedCoding | un
 export class DecodedTooLargeError extends Error {}
 
 /**
- * Decodes a complete body.
+ * Decodes a complete body, with the streaming decoder of a response ({@link createDecoder}): the same
+ * verdicts, bytes after the end of the compressed data (a second zstd frame, trailing garbage) refused
+ * rather than dropped. Node's one-shot functions, used before, stopped after the first zstd frame and
+ * ignored what followed brotli, zstd or deflate data: a legacy client's rewritten body reached the
+ * upstream without its tail (docs/reliability.md fix 136).
  * @param body The encoded bytes.
  * @param coding The coding from {@link supportedCoding}.
  * @param maxBytes Largest decoded size allowed, in bytes.
- * @throws {DecodedTooLargeError} when the decoded body would exceed `maxBytes`.
- * @throws {Error} zlib's error when the body is not valid for its coding.
+ * @returns The decoded bytes (`body` itself for `identity`).
+ * @throws {DecodedTooLargeError} when the decoded body would exceed `maxBytes` (decoding stops there).
+ * @throws {Error} the decoder's error (`Z_DATA_ERROR` and the like) when the body is not valid, whole,
+ *   for its coding.
  */
-export async function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes: number): Promise<Buffer> {
-  const opts = { maxOutputLength: maxBytes };
-  try {
-    switch (coding) {
-      case 'identity':
-        return body;
-      case 'gzip':
-        return await gunzip(body, opts);
-      case 'br':
-        return await brotliDecompress(body, opts);
-      case 'zstd':
-        return await zstdDecompress(body, { ...opts, ...ZSTD_DECODE });
-      case 'deflate':
-        // "deflate" is zlib-wrapped (RFC 9110 §8.4.1.2), but some servers send raw deflate.
-        return await inflate(body, opts).catch((err: NodeJS.ErrnoException) => {
-          if (err.code === 'ERR_BUFFER_TOO_LARGE') throw err;
-          return inflateRaw(body, opts);
-        });
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new DecodedTooLargeError();
-    throw err;
-  }
+export function decodeBody(body: Buffer, coding: SupportedCoding, maxBytes: number): Promise<Buffer> {
+  const decoder = createDecoder(coding);
+  if (decoder === undefined) return Promise.resolve(body);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    decoder.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        decoder.destroy();
+        reject(new DecodedTooLargeError());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    decoder.once('error', reject);
+    decoder.once('end', () => resolve(Buffer.concat(chunks, size)));
+    decoder.end(body);
+  });
 }
 
 /**

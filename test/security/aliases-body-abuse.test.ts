@@ -240,6 +240,45 @@ describe('requests', () => {
     expect(forwarded.map((r) => r.body)).toEqual(['{"metadata":[1]}']);
   });
 
+  // A coded body whose tail lies past the end of its compressed data (a second zstd frame, trailing
+  // bytes): Node's one-shot decoders dropped it in silence, and the upstream got the first document
+  // alone, rewritten (docs/reliability.md fix 136). Refused as a body that does not decode whole.
+  it.each<[string, string, Buffer]>([
+    [
+      'zstd of two frames',
+      'zstd',
+      Buffer.concat([zlib.zstdCompressSync('{"tags":[1]'), zlib.zstdCompressSync(',"evil":1}')]),
+    ],
+    [
+      'zstd with trailing bytes',
+      'zstd',
+      Buffer.concat([zlib.zstdCompressSync('{"tags":[1]}'), Buffer.from('garbage')]),
+    ],
+    [
+      'brotli with trailing bytes',
+      'br',
+      Buffer.concat([zlib.brotliCompressSync('{"tags":[1]}'), Buffer.from('garbage')]),
+    ],
+    [
+      'deflate with trailing bytes',
+      'deflate',
+      Buffer.concat([zlib.deflateSync('{"tags":[1]}'), Buffer.from('garbage')]),
+    ],
+    [
+      'gzip with trailing bytes',
+      'gzip',
+      Buffer.concat([zlib.gzipSync('{"tags":[1]}'), Buffer.from('garbage')]),
+    ],
+  ])(
+    'a coded body with a tail past its compressed data (%s) → 400, nothing forwarded',
+    async (_what, coding, body) => {
+      const { reply, forwarded } = await post(stack, body, { ...JSON_TYPE, 'content-encoding': coding });
+      expect(reply.status).toBe(400);
+      expect(reply.json<{ message: string }>().message).toContain(`not valid ${coding} data`);
+      expect(forwarded).toEqual([]);
+    },
+  );
+
   it('a UTF-8 byte-order mark → 400 (RFC 8259 §8.1: must not be added), nothing forwarded', async () => {
     const { reply, forwarded } = await post(
       stack,

@@ -138,6 +138,12 @@ describe('decodeBody / encodeBody', () => {
       ['br', garbage],
       ['zstd', garbage],
       ['zstd', zlib.zstdCompressSync(JSON_BODY).subarray(0, 12)],
+      // A tail past the end of the compressed data: refused, not dropped (fix 136).
+      ['zstd', Buffer.concat([zlib.zstdCompressSync(JSON_BODY), zlib.zstdCompressSync(JSON_BODY)])],
+      ['zstd', Buffer.concat([zlib.zstdCompressSync(JSON_BODY), garbage])],
+      ['br', Buffer.concat([zlib.brotliCompressSync(JSON_BODY), garbage])],
+      ['deflate', Buffer.concat([zlib.deflateSync(JSON_BODY), garbage])],
+      ['deflate', Buffer.concat([zlib.deflateRawSync(JSON_BODY), garbage])],
     ])('rejects corrupt %s with a zlib error', async (coding, body) => {
       const result = decodeBody(body, coding, MB);
       await expect(result).rejects.toThrow();
