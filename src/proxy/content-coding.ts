@@ -236,7 +236,9 @@ export function createDecoder(coding: SupportedCoding): Transform | undefined {
         looksLikeZlib(cmf, flg) ? zlib.createInflate(DECODE) : zlib.createInflateRaw(DECODE),
       );
     case 'zstd':
-      return new LazyDecoder(() => zlib.createZstdDecompress(ZSTD_DECODE));
+      // Node's zstd stream ends after the first frame of several (RFC 8878 §3 allows more): a new one
+      // decodes each next frame (docs/reliability.md fix 137).
+      return new LazyDecoder(() => zlib.createZstdDecompress(ZSTD_DECODE), true, startsZstdFrame);
   }
 }
 
@@ -301,6 +303,21 @@ export function looksLikeZlib(cmf: number, flg: number): boolean {
   return (cmf & 0x0f) === 8 && (cmf * 256 + flg) % 31 === 0;
 }
 
+/** The magic number of a zstd frame (RFC 8878 §3.1.1: 0xFD2FB528, little-endian). */
+const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+
+/**
+ * Whether bytes left over after a zstd frame begin another one (RFC 8878 §3): a frame's magic number, or
+ * a skippable frame's (0x184D2A50–0x184D2A5F), or the beginning of either when the chunk ended inside it.
+ * @param rest The bytes after the end of a frame, at least one.
+ */
+export function startsZstdFrame(rest: Buffer): boolean {
+  const n = Math.min(rest.length, 4);
+  if (rest.subarray(0, n).equals(ZSTD_MAGIC.subarray(0, n))) return true;
+  const skippable = Buffer.from([rest[0]! & 0xf0, 0x2a, 0x4d, 0x18]);
+  return rest[0]! >= 0x50 && rest[0]! <= 0x5f && rest.subarray(1, n).equals(skippable.subarray(1, n));
+}
+
 /**
  * Bytes after the end of the compressed data: the inner decoder (zlib, brotli, zstd) ended on its own
  * and consumed less than it was given. Node's inflate, brotli and zstd streams then drop the rest in
@@ -330,11 +347,21 @@ class LazyDecoder extends Transform {
   private readonly strictEnd: boolean;
   /** Bytes written to the inner decoder so far (compared with what it consumed, `bytesWritten`). */
   private written = 0;
+  /**
+   * Whether bytes left over when the inner decoder ended begin another frame, which a new inner decoder
+   * decodes (zstd: {@link startsZstdFrame}); absent: they are refused ({@link trailingBytes}).
+   */
+  private readonly nextFrame: ((rest: Buffer) => boolean) | undefined;
 
-  constructor(create: (b0: number, b1: number) => Transform, strictEnd = true) {
+  constructor(
+    create: (b0: number, b1: number) => Transform,
+    strictEnd = true,
+    nextFrame?: (rest: Buffer) => boolean,
+  ) {
     super();
     this.create = create;
     this.strictEnd = strictEnd;
+    this.nextFrame = nextFrame;
   }
 
   /** The inner decoder's verdict on what it consumed, for a write's callback or the end. */
@@ -354,9 +381,36 @@ class LazyDecoder extends Transform {
       this.start(head);
       chunk = head;
     }
+    this.feed(chunk, callback);
+  }
+
+  /**
+   * Writes `chunk` to the inner decoder; when it ended with bytes of `chunk` left over that begin
+   * another frame, a new inner decoder takes them, once the first has given all of its output.
+   */
+  private feed(chunk: Buffer, callback: TransformCallback): void {
     const inner = this.inner as Transform;
     this.written += chunk.length;
-    inner.write(chunk, () => callback(this.leftOver(inner)));
+    inner.write(chunk, () => {
+      const error = this.leftOver(inner);
+      if (error === undefined || this.nextFrame === undefined) {
+        callback(error);
+        return;
+      }
+      const consumed = (inner as Transform & { bytesWritten?: number }).bytesWritten ?? this.written;
+      const rest = chunk.subarray(chunk.length - (this.written - consumed));
+      if (!this.nextFrame(rest)) {
+        callback(error);
+        return;
+      }
+      const next = () => {
+        this.written = 0;
+        this.start(rest);
+        this.feed(rest, callback);
+      };
+      if (inner.readableEnded) next();
+      else inner.once('end', next);
+    });
   }
 
   /** Creates the inner decoder from the body's first bytes (one, for a one-byte body). */

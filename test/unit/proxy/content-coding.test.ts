@@ -20,6 +20,7 @@ import {
   RECODE_ZSTD_LEVEL,
   SUPPORTED_CODINGS,
   type SupportedCoding,
+  startsZstdFrame,
   supportedCoding,
 } from '../../../src/proxy/content-coding.ts';
 
@@ -139,7 +140,6 @@ describe('decodeBody / encodeBody', () => {
       ['zstd', garbage],
       ['zstd', zlib.zstdCompressSync(JSON_BODY).subarray(0, 12)],
       // A tail past the end of the compressed data: refused, not dropped (fix 136).
-      ['zstd', Buffer.concat([zlib.zstdCompressSync(JSON_BODY), zlib.zstdCompressSync(JSON_BODY)])],
       ['zstd', Buffer.concat([zlib.zstdCompressSync(JSON_BODY), garbage])],
       ['br', Buffer.concat([zlib.brotliCompressSync(JSON_BODY), garbage])],
       ['deflate', Buffer.concat([zlib.deflateSync(JSON_BODY), garbage])],
@@ -416,13 +416,21 @@ describe('streaming decoders and bytes after the end of the compressed data (rel
     expect(await decodeIn('gzip', body, 5)).toBe(json.toString());
   });
 
-  it('zstd of two frames ends whole or fails, never with the second frame dropped', async () => {
+  it('zstd of several frames decodes whole, wherever the chunks are cut (RFC 8878 §3; fix 137)', async () => {
     const body = Buffer.concat([
       zlib.zstdCompressSync(json.subarray(0, 5)),
       zlib.zstdCompressSync(json.subarray(5)),
+      zlib.zstdCompressSync(Buffer.alloc(0)), // Node's streaming encoder ends with an empty frame
     ]);
+    for (const split of [1000, 30, 7, 3, 2, 1])
+      expect(await decodeIn('zstd', body, split)).toBe(json.toString());
+  });
+
+  it('zstd followed by bytes that begin no frame still fails', async () => {
+    const body = Buffer.concat([zlib.zstdCompressSync(json), Buffer.from('garbage')]);
+    // Refused whichever way: as bytes after the end, or, cut at the frame's end, as a frame of no known kind.
     for (const split of [1000, 7, 1])
-      expect(['{"metadata":[1]}', 'error Z_DATA_ERROR']).toContain(await decodeIn('zstd', body, split));
+      expect(await decodeIn('zstd', body, split)).toMatch(/^error (Z_DATA_ERROR|ZSTD_error_prefix_unknown)$/);
   });
 });
 
@@ -533,5 +541,18 @@ describe('declaredWindowBytes (what a decoder may hold: the window its body decl
   ])('the maximum when the head does not say: %s', (_what, head) => {
     expect(declaredWindowBytes('zstd', head)).toBe(DECODER_WINDOW_BYTES.zstd);
     expect(declaredWindowBytes('gzip', head)).toBe(DECODER_WINDOW_BYTES.gzip);
+  });
+});
+
+describe('startsZstdFrame', () => {
+  it.each<[string, number[], boolean]>([
+    ['a frame', [0x28, 0xb5, 0x2f, 0xfd, 0x20], true],
+    ['a frame, cut after two bytes', [0x28, 0xb5], true],
+    ['a skippable frame', [0x5a, 0x2a, 0x4d, 0x18, 0], true],
+    ['a skippable frame, cut', [0x50, 0x2a], true],
+    ['garbage', [0x67, 0x61, 0x72], false],
+    ['a wrong second byte', [0x28, 0x00], false],
+  ])('%s → %s', (_what, bytes, starts) => {
+    expect(startsZstdFrame(Buffer.from(bytes))).toBe(starts);
   });
 });
