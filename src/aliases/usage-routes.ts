@@ -122,7 +122,7 @@ export function usageRoutes(
           recorded: usage.recorded,
           consumers: usage.size,
           since: new Date(since).toISOString(),
-          remoteAddress: req.socket?.remoteAddress,
+          remoteAddress: req.socket.remoteAddress,
         };
         usage.reset();
         since = now();

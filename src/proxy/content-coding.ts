@@ -22,8 +22,9 @@ const ZSTD_WINDOW_LOG_MAX = 23;
  * The memory a decoder holds besides its output, per coding, in bytes: its window at most (RFC 1951:
  * 32 KiB for gzip and deflate, with zlib's state; RFC 7932 §9.1: up to 16 MiB for brotli, the largest
  * window without the large-window extension, which Node's decoder leaves off; zstd: the 8 MiB of
- * {@link ZSTD_WINDOW_LOG_MAX}). What a request body's decode reserves from the budget while it runs
- * (request-body.ts; docs/reliability.md fix 134).
+ * {@link ZSTD_WINDOW_LOG_MAX}). The bound of {@link declaredWindowBytes}, which a request body's decode
+ * (request-body.ts, fix 134) and a patched response's decoder (forward.ts, fix 135) reserve from the
+ * budget (docs/reliability.md).
  */
 export const DECODER_WINDOW_BYTES: Readonly<Record<SupportedCoding, number>> = Object.freeze({
   identity: 0,
@@ -305,17 +306,20 @@ export function looksLikeZlib(cmf: number, flg: number): boolean {
 
 /** The magic number of a zstd frame (RFC 8878 §3.1.1: 0xFD2FB528, little-endian). */
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+/** The last three bytes of a skippable frame's magic number (RFC 8878 §3.1.2: 0x184D2A5?, little-endian). */
+const SKIPPABLE_MAGIC_TAIL = Buffer.from([0x2a, 0x4d, 0x18]);
 
 /**
  * Whether bytes left over after a zstd frame begin another one (RFC 8878 §3): a frame's magic number, or
  * a skippable frame's (0x184D2A50–0x184D2A5F), or the beginning of either when the chunk ended inside it.
  * @param rest The bytes after the end of a frame, at least one.
+ * @returns `true` when they (may) begin a frame: the decoder goes on with a new inner decoder.
+ * @example startsZstdFrame(Buffer.from([0x28, 0xb5])) // → true: a frame's magic, cut by the chunk
  */
 export function startsZstdFrame(rest: Buffer): boolean {
   const n = Math.min(rest.length, 4);
   if (rest.subarray(0, n).equals(ZSTD_MAGIC.subarray(0, n))) return true;
-  const skippable = Buffer.from([rest[0]! & 0xf0, 0x2a, 0x4d, 0x18]);
-  return rest[0]! >= 0x50 && rest[0]! <= 0x5f && rest.subarray(1, n).equals(skippable.subarray(1, n));
+  return (rest[0]! & 0xf0) === 0x50 && rest.subarray(1, n).equals(SKIPPABLE_MAGIC_TAIL.subarray(0, n - 1));
 }
 
 /**

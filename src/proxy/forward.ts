@@ -406,14 +406,14 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       source.off('readable', onReadable);
       const head = source.read() as Buffer | null;
       if (head !== null) source.unshift(head);
-      const window = head === null ? 0 : declaredWindowBytes(coding, head);
       // Within the request bodies' share (three quarters): the last quarter stays for the values the
       // patches of these responses hold, or decoders would leave every patch without room.
-      if (budget.used + window > requestBodyCeiling(budget) || !budget.tryReserve(window)) {
+      const window = new Reservation(budget, requestBodyCeiling(budget));
+      if (!window.grow(head === null ? 0 : declaredWindowBytes(coding, head))) {
         then(false);
         return;
       }
-      res.once('close', () => budget.release(window));
+      res.once('close', () => window.release());
       then(true);
     };
     source.on('readable', onReadable);

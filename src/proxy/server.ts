@@ -179,14 +179,6 @@ function pipelineInOrder(handler: RequestListener): {
     else dropWaiting(pipeline);
   }
   /**
-   * Drops the requests still waiting their turn when the response before them closed the connection:
-   * never handled, and their bodies read and dropped like those of the requests parsed after the close
-   * (RFC 9112 §9.6). Left unread, a waiting request's body stopped the socket's reads (Node pauses the
-   * connection on a request body nobody reads): an HTTP/1.0 keep-alive client that had pipelined a POST
-   * behind a close-delimited response blocked mid-upload until the linger's reset (5 s), and a client
-   * that writes its requests before reading could lose the response with it.
-   */
-  /**
    * The response of the request whose body the parser is in, or the last request's when every request
    * is answered: the waiting last, else the one done last while its body still arrives (`done`).
    */
@@ -196,6 +188,14 @@ function pipelineInOrder(handler: RequestListener): {
     const done = pipeline.done;
     return done !== undefined && !done.req.complete ? done : undefined;
   }
+  /**
+   * Drops the requests still waiting their turn when the response before them closed the connection:
+   * never handled, and their bodies read and dropped like those of the requests parsed after the close
+   * (RFC 9112 §9.6). Left unread, a waiting request's body stopped the socket's reads (Node pauses the
+   * connection on a request body nobody reads): an HTTP/1.0 keep-alive client that had pipelined a POST
+   * behind a close-delimited response blocked mid-upload until the linger's reset (5 s), and a client
+   * that writes its requests before reading could lose the response with it.
+   */
   function dropWaiting(pipeline: Pipeline) {
     for (const res of pipeline.unanswered) {
       res.req.resume();

@@ -11,6 +11,7 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { injectScanFailure } from '../../src/aliases/json-scan.ts';
+import { DECODE_SYNC, ENCODE_SYNC } from '../helpers/codings.ts';
 import { type Reply, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
@@ -173,31 +174,19 @@ describe('what reaches the upstream (raw upstream)', () => {
     'a %s-encoded JSON body is decoded, rewritten and re-encoded with the same coding',
     async (coding) => {
       const sent = '{"name":"z","tags":{"k":12345678901234567890},"ignoreTags":true}';
-      const encode = {
-        gzip: zlib.gzipSync,
-        deflate: zlib.deflateSync,
-        br: zlib.brotliCompressSync,
-        zstd: zlib.zstdCompressSync,
-      }[coding];
       const reply = await send(
         stack.url,
         'POST',
         '/missions',
         { ...LEGACY, 'content-type': 'application/json', 'content-encoding': coding },
-        encode(Buffer.from(sent)),
+        ENCODE_SYNC[coding](Buffer.from(sent)),
       );
       expect(reply.status).toBe(200);
       const forwarded = last();
       expect(forwarded.headers['content-encoding']).toBe(coding);
       const bytes = Buffer.from(forwarded.body, 'latin1');
       expect(forwarded.headers['content-length']).toBe(String(bytes.length));
-      const decode = {
-        gzip: zlib.gunzipSync,
-        deflate: zlib.inflateSync,
-        br: zlib.brotliDecompressSync,
-        zstd: zlib.zstdDecompressSync,
-      }[coding];
-      expect(decode(bytes).toString()).toBe(
+      expect(DECODE_SYNC[coding](bytes).toString()).toBe(
         '{"name":"z","metadata":{"k":12345678901234567890},"ignoreMissingMetadata":true}',
       );
     },

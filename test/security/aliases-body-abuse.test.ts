@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENCODE_SYNC } from '../helpers/codings.ts';
 import { withLoopDelay } from '../helpers/cpu.ts';
 import { send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 import { answerEachRequest, markRequests } from '../helpers/http1-frames.ts';
@@ -243,30 +244,10 @@ describe('requests', () => {
   // A coded body whose tail lies past the end of its compressed data (a second zstd frame, trailing
   // bytes): Node's one-shot decoders dropped it in silence, and the upstream got the first document
   // alone, rewritten (docs/reliability.md fix 136). Refused as a body that does not decode whole.
-  it.each<[string, string, Buffer]>([
-    [
-      'zstd with trailing bytes',
-      'zstd',
-      Buffer.concat([zlib.zstdCompressSync('{"tags":[1]}'), Buffer.from('garbage')]),
-    ],
-    [
-      'brotli with trailing bytes',
-      'br',
-      Buffer.concat([zlib.brotliCompressSync('{"tags":[1]}'), Buffer.from('garbage')]),
-    ],
-    [
-      'deflate with trailing bytes',
-      'deflate',
-      Buffer.concat([zlib.deflateSync('{"tags":[1]}'), Buffer.from('garbage')]),
-    ],
-    [
-      'gzip with trailing bytes',
-      'gzip',
-      Buffer.concat([zlib.gzipSync('{"tags":[1]}'), Buffer.from('garbage')]),
-    ],
-  ])(
-    'a coded body with a tail past its compressed data (%s) → 400, nothing forwarded',
-    async (_what, coding, body) => {
+  it.each(['zstd', 'br', 'deflate', 'gzip'] as const)(
+    'a %s body with bytes after its compressed data → 400, nothing forwarded',
+    async (coding) => {
+      const body = Buffer.concat([ENCODE_SYNC[coding]('{"tags":[1]}'), Buffer.from('garbage')]);
       const { reply, forwarded } = await post(stack, body, { ...JSON_TYPE, 'content-encoding': coding });
       expect(reply.status).toBe(400);
       expect(reply.json<{ message: string }>().message).toContain(`not valid ${coding} data`);

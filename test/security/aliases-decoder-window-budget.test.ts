@@ -13,8 +13,8 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Coding, DECODE_SYNC, ENCODE_SYNC } from '../helpers/codings.ts';
 import { send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
@@ -22,15 +22,14 @@ import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 const LIST = Buffer.from(
   `{"data":[${Array.from({ length: 50 }, (_v, k) => `{"id":${k},"metadata":{"k":"v"}}`).join(',')}]}`,
 );
-const ENCODE = { br: zlib.brotliCompressSync, gzip: zlib.gzipSync, zstd: zlib.zstdCompressSync };
 
 let upstream: Server;
 let stack: Stack;
 beforeAll(async () => {
   upstream = createServer((req, res) => {
     req.resume();
-    const coding = new URL(req.url ?? '/', 'http://u').searchParams.get('coding') as keyof typeof ENCODE;
-    const body = ENCODE[coding](LIST);
+    const coding = new URL(req.url ?? '/', 'http://u').searchParams.get('coding') as Coding;
+    const body = ENCODE_SYNC[coding](LIST);
     res.writeHead(200, {
       'content-type': 'application/json',
       'content-encoding': coding,
@@ -52,7 +51,6 @@ afterAll(async () => {
   await new Promise((resolve) => upstream.close(resolve));
 });
 
-const decode = { br: zlib.brotliDecompressSync, gzip: zlib.gunzipSync, zstd: zlib.zstdDecompressSync };
 const skipped = async () => {
   const { values } = await stack.metrics.patchesSkipped.get();
   return values.find((v) => v.labels.reason === 'budget_exhausted')?.value ?? 0;
@@ -68,7 +66,7 @@ describe("a coded response's decoder window is reserved from MAX_BUFFERED_BYTES"
     const reply = await send(stack.url, 'GET', '/list?coding=br', { ...LEGACY, 'accept-encoding': 'br' });
     expect(reply.status).toBe(200);
     expect(reply.headers['content-encoding']).toBe('br');
-    expect(Buffer.from(reply.body).equals(ENCODE.br(LIST))).toBe(true);
+    expect(Buffer.from(reply.body).equals(ENCODE_SYNC.br(LIST))).toBe(true);
     expect(await skipped()).toBe(before + 1);
   });
 
@@ -80,7 +78,7 @@ describe("a coded response's decoder window is reserved from MAX_BUFFERED_BYTES"
         'accept-encoding': coding,
       });
       expect(reply.status).toBe(200);
-      const text = decode[coding](Buffer.from(reply.body)).toString();
+      const text = DECODE_SYNC[coding](Buffer.from(reply.body)).toString();
       expect(text.match(/"tags":\{"k":"v"\}/g)).toHaveLength(50);
       await waitFor(async () => (await buffered()) < 64 * 1024, { what: 'the window given back' });
     },

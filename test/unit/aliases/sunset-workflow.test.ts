@@ -80,7 +80,7 @@ function setup(overrides: Partial<AliasSettings> = {}) {
   const reset = () => {
     let status = 0;
     const res = { writeHead: (s: number) => (status = s), end() {} } as unknown as ServerResponse;
-    void route('DELETE').handle({} as IncomingMessage, res);
+    void route('DELETE').handle({ socket: {} } as IncomingMessage, res);
     return status;
   };
   /** The series of a metric that counted something (the brownout counters start every route at 0). */

@@ -16,6 +16,7 @@ import {
   rewriteRequestBody,
 } from '../../../src/proxy/request-body.ts';
 import type { ExchangeHooks } from '../../../src/proxy/types.ts';
+import { ENCODE_SYNC } from '../../helpers/codings.ts';
 
 /** A request stand-in: a readable stream with `headers` and `complete`, like `IncomingMessage`. */
 function requestOf(chunks: readonly (string | Buffer)[], headers: IncomingHttpHeaders = {}): IncomingMessage {
@@ -349,13 +350,7 @@ describe('rewriteRequestBody', () => {
   it.each(['gzip', 'deflate', 'br', 'zstd'] as const)(
     "reserves the %s decoder's declared window and the limit while it decodes, and gives them back after",
     async (coding) => {
-      const encode = {
-        gzip: zlib.gzipSync,
-        deflate: zlib.deflateSync,
-        br: zlib.brotliCompressSync,
-        zstd: zlib.zstdCompressSync,
-      }[coding];
-      const encoded = encode('{"tags":1}');
+      const encoded = ENCODE_SYNC[coding]('{"tags":1}');
       const budget = createBufferBudget(64 * 1024 * 1024);
       let peak = 0;
       const watched = {
