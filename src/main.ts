@@ -15,11 +15,13 @@
  */
 // First: a Node older than 24 stops here with one line (node-version.ts).
 import './node-version.ts';
+// Second, before Express, pino and the rest load: the stop signals, held from here on until the handler
+// below is in place (signals.ts). A bare import, so that sorting the imports cannot move it after them.
+import './signals.ts';
 import { parseArgs } from 'node:util';
 import { PLUGINS } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createRuntime, type Runtime } from './runtime.ts';
-// Second: the stop signals, held from here on until the handler below is in place (signals.ts).
 import { onStopSignal } from './signals.ts';
 
 const USAGE =

@@ -57,6 +57,17 @@ describe('dist/main.js', () => {
     expect(code).not.toContain('require("node:tls")');
   });
 
+  it("runs signals.ts right after the Node version check, before the shim's other modules (fix 132)", () => {
+    // A stop signal is held from there on (src/signals.ts); run after the rest, as a sorted import once
+    // made it, a SIGTERM 0.12–0.16 s after the spawn still took Node's default action (exit 143).
+    const versionCheck = code.indexOf('compat-shim needs Node');
+    const signals = code.indexOf('held.splice(0)');
+    const shim = code.indexOf('function createShim(');
+    expect(versionCheck).toBeGreaterThan(0);
+    expect(signals).toBeGreaterThan(versionCheck);
+    expect(signals).toBeLessThan(shim);
+  });
+
   it('is self-contained ESM, whitespace-minified, under 1.6 MB', () => {
     expect(code.length).toBeGreaterThan(500_000);
     expect(code.length).toBeLessThan(1_600_000);
