@@ -176,6 +176,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     upstream: deps.upstream,
     transport: upstreamTransportOptions(config),
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    responseHeadHoldMs: config.responseHeadHoldMs,
     forwardedHeaders: config.forwardedHeaders,
     // The headers a request is admitted on: forwarded, and their spellings with `_` for `-` are not.
     admissionHeaders: new Set([config.apiKeyHeader, config.clientVersionHeader.toLowerCase()]),

@@ -16,6 +16,7 @@ import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
 import { requestBodyShare } from './proxy/buffer-budget.ts';
+import { HEAD_HOLD_MS } from './proxy/head-hold.ts';
 import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 import { UPSTREAM_POOL_SOCKETS } from './proxy/upstream-agent.ts';
@@ -80,6 +81,11 @@ export interface Config {
   upstreamCa: string | undefined;
   /** No upstream response headers within this many ms → 504 (`UPSTREAM_TIMEOUT_MS`). */
   upstreamTimeoutMs: number;
+  /**
+   * An upstream response head waits at most this many ms for its body's first byte, then goes to the
+   * client alone (`RESPONSE_HEAD_HOLD_MS`; proxy/head-hold.ts).
+   */
+  responseHeadHoldMs: number;
   /** Idle pooled upstream connections are closed after this many ms (`UPSTREAM_IDLE_TIMEOUT_MS`). */
   upstreamIdleTimeoutMs: number;
   /** A new upstream connection not established within this many ms → 502 (`UPSTREAM_CONNECT_TIMEOUT_MS`). */
@@ -571,7 +577,13 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(60_000),
     default: '60000',
     meaning:
-      'No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the first byte of the response has reached the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). Between the head of the upstream and its first body byte the client has received nothing (the head goes out with the first byte), so the shim still answers 504 there.',
+      "No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the response has started to reach the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). The response starts with the first byte of its body, or `RESPONSE_HEAD_HOLD_MS` after the upstream's head when its body is slower: until then the client has received nothing, and gets the 504.",
+  },
+  RESPONSE_HEAD_HOLD_MS: {
+    schema: parsers.ms(HEAD_HOLD_MS),
+    default: String(HEAD_HOLD_MS),
+    meaning:
+      "An upstream response's head goes to the client with the first byte of its body (one write; an upstream that fails in between still gets the client a 502 or 504 JSON), but waits for that byte at most this many ms: then the head goes alone, so that a client of a response whose body comes later (server-sent events before their first event, a long poll) has its status and headers at once, as nginx with `proxy_buffering off` and Envoy send them. From then on a failure aborts the response, as after its first byte. `1` sends every head as soon as a body does not come with it; a value above `UPSTREAM_TIMEOUT_MS` holds every head until its body ([operations](operations.md#streaming-responses)).",
   },
   UPSTREAM_CONNECT_TIMEOUT_MS: {
     schema: parsers.ms(5_000),
@@ -793,6 +805,7 @@ export function loadConfig(
     maxStreamingUploads: e.MAX_STREAMING_UPLOADS,
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
+    responseHeadHoldMs: e.RESPONSE_HEAD_HOLD_MS,
     upstreamIdleTimeoutMs: e.UPSTREAM_IDLE_TIMEOUT_MS,
     upstreamConnectTimeoutMs: e.UPSTREAM_CONNECT_TIMEOUT_MS,
     forwardedHeaders: e.FORWARDED_HEADERS,

@@ -32,6 +32,7 @@ import {
 import { ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
+import { HEAD_HOLD_MS, type HeadHold, holdHead } from './head-hold.ts';
 import {
   buildUpstreamHeaders,
   type ForwardedHeaders,
@@ -64,6 +65,11 @@ export interface ForwarderOptions {
    * long in any phase → 504 before the head, an aborted response after it.
    */
   upstreamTimeoutMs: number;
+  /**
+   * A response head waits at most this many ms for its body's first byte, then goes alone
+   * (`RESPONSE_HEAD_HOLD_MS`; head-hold.ts {@link HEAD_HOLD_MS} when absent).
+   */
+  responseHeadHoldMs?: number;
   /**
    * The client's `X-Forwarded-*` and `Forwarded`: appended to (`append`, SPEC §4; the configuration's
    * default) or replaced by this hop's (`FORWARDED_HEADERS`; outgoing-request.ts {@link ForwardedHeaders}).
@@ -185,6 +191,7 @@ const UPLOAD_STALLED =
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const {
     upstreamTimeoutMs,
+    responseHeadHoldMs = HEAD_HOLD_MS,
     forwardedHeaders,
     admissionHeaders,
     maxRewriteBody,
@@ -336,12 +343,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         res.destroy();
       }
     };
+    // A body that does not follow its head within RESPONSE_HEAD_HOLD_MS (an event stream, a long poll)
+    // gets the head sent alone then (head-hold.ts); a HEAD's, a 204's or a 304's goes out at once.
+    const bodiless = req.method === 'HEAD' || BODILESS_STATUS.has(status);
+    const heldHead = (options: ResponseHeadOptions): HeadHold =>
+      holdHead(res, headWriter(options), responseHeadHoldMs);
     if (patches === undefined) {
-      pumpBody(upstreamRes, res, headWriter(streamed));
+      pumpBody(upstreamRes, res, bodiless ? headWriter(streamed) : heldHead(streamed).start);
       return;
     }
     const patch = chainPatches(patches);
-    if (req.method === 'HEAD' || BODILESS_STATUS.has(status)) {
+    if (bodiless) {
       // The headers the patched GET would carry (no length, weak validator), no body.
       patch.destroy();
       const head = responseHead(upstreamHead, extra, patchedHead);
@@ -357,13 +369,16 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
       patch.destroy();
       if (coding === undefined) countUnpatched(state, 'unsupported_encoding');
-      pumpBody(upstreamRes, res, headWriter(streamed));
+      pumpBody(upstreamRes, res, heldHead(streamed).start);
       return;
     }
     const onEnd = (outcome: PatchOutcome) => {
       if (outcome.kind === 'skipped') countUnpatched(state, outcome.reason);
     };
-    const events = { writeHead: headWriter(patchedHead), onEnd, onError: fail };
+    // Until the decoder's window is reserved, the head that may go alone is the patched one (no length,
+    // no digest): the safe one whichever way the body then goes.
+    const head = heldHead(patchedHead);
+    const events = { writeHead: head.start, onEnd, onError: fail };
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).
       pumpPatch(upstreamRes, res, patch, events);
@@ -378,7 +393,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       }
       patch.destroy();
       countUnpatched(state, 'budget_exhausted');
-      pumpBody(upstreamRes, res, headWriter(streamed));
+      head.cancel();
+      pumpBody(upstreamRes, res, heldHead(streamed).start);
     });
   };
 

@@ -650,7 +650,8 @@ describe('an upstream that dies mid-body on a patched route', () => {
       res.flushHeaders();
       setTimeout(() => res.socket?.destroy(), 30);
     });
-    const shim = await startCore(up.url);
+    // The head waits for the body's first byte (RESPONSE_HEAD_HOLD_MS far above the 30 ms).
+    const shim = await startCore(up.url, { RESPONSE_HEAD_HOLD_MS: '60000' });
     const reply = await get(`${shim.url}/things`);
     expect(reply.status).toBe(502);
     expect(JSON.parse(reply.body.toString())).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
@@ -673,7 +674,7 @@ describe('an upstream that dies mid-body on a patched route', () => {
       res.write(encoded.subarray(0, 5));
       setTimeout(() => res.socket?.destroy(), 30);
     });
-    const shim = await startCore(up.url);
+    const shim = await startCore(up.url, { RESPONSE_HEAD_HOLD_MS: '60000' });
     const reply = await get(`${shim.url}/things`);
     expect(reply.status).toBe(502);
   });

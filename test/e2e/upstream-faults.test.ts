@@ -178,11 +178,14 @@ describe('before response headers', () => {
 // so an upstream that fails after its head and before its first byte still gets the client an answer.
 describe('after response headers, before the first body byte', () => {
   const HEAD = 'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n';
+  // The head waits for its body: these failures come while the client has received nothing
+  // (RESPONSE_HEAD_HOLD_MS far above them; what follows the hold is in the next block).
+  const HOLD = { RESPONSE_HEAD_HOLD_MS: '60000' };
 
   it('answers 502 when the upstream resets after its head (a current client: passed through)', async () => {
     const { stack } = await stackWith((socket) => {
       socket.write(HEAD, () => setTimeout(() => socket.resetAndDestroy(), 50));
-    });
+    }, HOLD);
     const reply = await send(stack.url, 'GET', '/missions', CURRENT);
     expect(reply.status).toBe(502);
     expect(reply.json()).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
@@ -203,7 +206,7 @@ describe('after response headers, before the first body byte', () => {
         calls++;
         socket.write(calls === 1 ? HEAD : 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
       },
-      { UPSTREAM_TIMEOUT_MS: '300' },
+      { UPSTREAM_TIMEOUT_MS: '300', ...HOLD },
     );
     const reply = await send(stack.url, 'GET', '/missions', CURRENT);
     expect(reply.status).toBe(504);
@@ -220,7 +223,7 @@ describe('after response headers, before the first body byte', () => {
         'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: compress\r\nContent-Length: 1000\r\n\r\n',
         () => setTimeout(() => socket.resetAndDestroy(), 50),
       );
-    });
+    }, HOLD);
     const reply = await send(stack.url, 'GET', '/missions', LEGACY);
     expect(reply.status).toBe(502);
     expect(await stack.metrics.registry.metrics()).toMatch(/shim_upstream_errors_total\{kind="reset"\} 1/);

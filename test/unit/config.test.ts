@@ -48,7 +48,8 @@ const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
  * front-door case SPEC §4's "appended" leaves open (docs/operations.md "Forwarded headers"),
  * `CORS_ALLOWED_ORIGINS`: the browser clients SPEC §7's shim-made responses leave open, and
  * `REQUEST_BUFFER_BYTES`: small bodies held whole, as nginx buffers them (slow clients), and
- * `MAX_STREAMING_UPLOADS`: the upstream pool's share for bodies still arriving (slow chunked clients).
+ * `MAX_STREAMING_UPLOADS`: the upstream pool's share for bodies still arriving (slow chunked clients), and
+ * `RESPONSE_HEAD_HOLD_MS`: how long a head waits for its body (event streams, long polls).
  */
 const SPEC_VARIABLES = [
   'PORT',
@@ -70,6 +71,7 @@ const SPEC_VARIABLES = [
   'BODY_TIMEOUT_MS',
   'UPSTREAM_CA_FILE',
   'UPSTREAM_TIMEOUT_MS',
+  'RESPONSE_HEAD_HOLD_MS',
   'UPSTREAM_IDLE_TIMEOUT_MS',
   'UPSTREAM_CONNECT_TIMEOUT_MS',
   'FORWARDED_HEADERS',
@@ -114,6 +116,7 @@ describe('loadConfig defaults', () => {
     ['MAX_STREAMING_UPLOADS', (c) => c.maxStreamingUploads, 512],
     ['UPSTREAM_CA_FILE', (c) => c.upstreamCa, undefined],
     ['UPSTREAM_TIMEOUT_MS', (c) => c.upstreamTimeoutMs, 60_000],
+    ['RESPONSE_HEAD_HOLD_MS', (c) => c.responseHeadHoldMs, 250],
     ['UPSTREAM_IDLE_TIMEOUT_MS', (c) => c.upstreamIdleTimeoutMs, 4_000],
     ['UPSTREAM_CONNECT_TIMEOUT_MS', (c) => c.upstreamConnectTimeoutMs, 5_000],
     ['FORWARDED_HEADERS', (c) => c.forwardedHeaders, 'append'],

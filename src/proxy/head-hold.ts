@@ -1,0 +1,91 @@
+/**
+ * How long a response head waits for its body. The shim writes an upstream response's head with the
+ * first byte of its body (one write for both, and an upstream that fails in between still gets the
+ * client a 502 or 504: docs/reliability.md fix 113). An upstream that sends its head and then waits —
+ * server-sent events (`text/event-stream`) before their first event, a long poll, a stream that opens
+ * with a slow query — would leave the client with nothing at all: no status, no headers, an
+ * `EventSource` that does not open. nginx with `proxy_buffering off` and Envoy send a head as soon as
+ * they have it. So the head waits for its body at most {@link HEAD_HOLD_MS}, then goes alone; from then
+ * on the response has started, and a failure aborts it as for any started response (SPEC §6).
+ */
+
+/**
+ * The longest a response head waits for its body's first byte, in ms, before it is sent alone. Longer
+ * than a body takes to follow its head from a live upstream (the same write, or the next packets);
+ * short enough that a client of a stream sees the status at once.
+ */
+export const HEAD_HOLD_MS = 250;
+
+/** The client's response, as {@link holdHead} sees it (a `ServerResponse` in the shim). */
+export interface HeldResponse {
+  /** The head was written (`writeHead`), sent or not yet. */
+  readonly headersSent: boolean;
+  readonly destroyed: boolean;
+  readonly writableEnded: boolean;
+  /** Sends a written head now, without waiting for the body (Node's `OutgoingMessage.flushHeaders`). */
+  flushHeaders(): void;
+}
+
+/** The timer functions {@link holdHead} uses: Node's, or a test's own clock. */
+export interface HoldTimers {
+  set(callback: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const NODE_TIMERS: HoldTimers = {
+  set: (callback, ms) => setTimeout(callback, ms).unref(),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** A response head waiting for its body ({@link holdHead}). */
+export interface HeadHold {
+  /**
+   * Writes the head, unless it is written already, and ends the hold: call it just before the body's
+   * first byte is written, or at the end of an empty body. Calling it again writes nothing more.
+   */
+  readonly start: () => void;
+  /** Ends the hold without writing anything (the response takes another head: forward.ts). */
+  readonly cancel: () => void;
+}
+
+/**
+ * Bounds the wait of a response head for its body. If {@link HeadHold.start} has not been called after
+ * `holdMs`, the head is written with `writeHead` and sent alone (`flushHeaders`), unless the response
+ * was answered, ended or destroyed meanwhile (a 502, the client gone).
+ *
+ * Only for a response that may have a body (not a HEAD's, a 204's or a 304's, whose heads go out at
+ * once). A hold that nothing ends (the client went away first) ends when its timer runs, a no-op then;
+ * the timer never keeps the process alive.
+ * @param res The client's response.
+ * @param writeHead Writes the head (`res.writeHead` with this response's head); called at most once,
+ *   by `start` or by the timer.
+ * @param holdMs The longest wait, in ms ({@link HEAD_HOLD_MS}).
+ * @param timers The clock (Node's timers unless a test gives its own).
+ * @returns The hold: `start` for the body's first byte, `cancel`.
+ * @throws Nothing of its own; `writeHead`'s errors are the caller's (forward.ts catches them).
+ */
+export function holdHead(
+  res: HeldResponse,
+  writeHead: () => void,
+  holdMs: number,
+  timers: HoldTimers = NODE_TIMERS,
+): HeadHold {
+  let timer: unknown = timers.set(() => {
+    timer = undefined;
+    if (res.headersSent || res.writableEnded || res.destroyed) return;
+    writeHead();
+    if (res.headersSent && !res.destroyed) res.flushHeaders();
+  }, holdMs);
+  const cancel = () => {
+    if (timer === undefined) return;
+    timers.clear(timer);
+    timer = undefined;
+  };
+  return {
+    start: () => {
+      cancel();
+      if (!res.headersSent) writeHead();
+    },
+    cancel,
+  };
+}
