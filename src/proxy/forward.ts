@@ -10,8 +10,9 @@
  *   upload-slots.ts       MAX_STREAMING_UPLOADS: bodies still arriving hold at most that many upstream connections
  *   write-watch.ts        the watchdog that cuts a write stuck for UPSTREAM_TIMEOUT_MS
  *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
- *   response-patch.ts     the patch pumps: upstream → patch → client, or through a decoder and encoder
- *   response-writer.ts    the client's response head, Vary
+ *   response-patch.ts     the patch plan and pumps: upstream → patch → client, or through a decoder and encoder
+ *   response-writer.ts    the client's response head, Vary, bodiless responses, reason phrases
+ *   head-hold.ts          how long a response head waits for its body (RESPONSE_HEAD_HOLD_MS)
  *   upstream-agent.ts     http/https pool, TLS verification, SNI
  */
 import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
@@ -23,12 +24,7 @@ import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
-import {
-  createPatchCodec,
-  declaredWindowBytes,
-  type SupportedCoding,
-  supportedCoding,
-} from './content-coding.ts';
+import { createPatchCodec } from './content-coding.ts';
 import { ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
@@ -40,11 +36,24 @@ import {
   upstreamTarget,
 } from './outgoing-request.ts';
 import { startDeadline } from './own-pause.ts';
-import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
+import { headerValue } from './raw-headers.ts';
 import { type BodyReadOptions, type BodyStart, readBodyStart, rewriteRequestBody } from './request-body.ts';
 import { sendError } from './respond.ts';
-import { chainPatches, pumpCodedPatch, pumpPatch } from './response-patch.ts';
-import { type ResponseHeadOptions, responseHead, revalidationKeepsVary } from './response-writer.ts';
+import {
+  chainPatches,
+  patchPlan,
+  pumpCodedPatch,
+  pumpPatch,
+  reserveDecoderWindow,
+} from './response-patch.ts';
+import {
+  headSaysChunked,
+  isBodiless,
+  type ResponseHeadOptions,
+  relayableReasonPhrase,
+  responseHead,
+  revalidationKeepsVary,
+} from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { holdUploadSlot, type UploadSlots } from './upload-slots.ts';
 import { createUpstreamTransport, type UpstreamTransportOptions } from './upstream-agent.ts';
@@ -123,32 +132,6 @@ export interface Forwarder {
   readonly handler: RequestHandler;
   /** Keep-alive pool of upstream connections (SPEC §4: reused); destroyed on shutdown. */
   readonly agent: Agent;
-}
-
-/** A reason phrase Node's `writeHead` accepts (RFC 9112 §4 `reason-phrase`, or empty). */
-const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-/** Responses without a body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
-const BODILESS_STATUS = new Set([204, 205, 304]);
-
-/**
- * Whether a HEAD response to a patched exchange says `Transfer-Encoding: chunked`, the framing of the
- * patched GET (its length is unknown until it is sent). RFC 9112 §6.1 lets a server send it on a HEAD
- * response (never to an HTTP/1.0 client, never on a 204 or 304), and RFC 9110 §9.3.2 asks a HEAD to
- * carry the GET's fields. Without it the HEAD response has neither a length nor a coding, and llhttp —
- * the parser of Node's HTTP client, under axios, got, node-fetch and superagent — takes it for a
- * response delimited by the close: the client drops its keep-alive connection after every such HEAD
- * (the upstream's own HEAD carries its `Content-Length`, and the connection is kept).
- * @param status The upstream's final status.
- * @param httpVersion The client's HTTP version (`req.httpVersion`).
- * @returns `true` for an HTTP/1.1 client and a status with a body.
- * @example
- * headSaysChunked(200, '1.1') // → true
- * headSaysChunked(200, '1.0') // → false
- * headSaysChunked(304, '1.1') // → false
- */
-function headSaysChunked(status: number, httpVersion: string): boolean {
-  return !BODILESS_STATUS.has(status) && !isHttp10OrOlder(httpVersion);
 }
 
 /** The 503's message for a streamed body beyond `MAX_STREAMING_UPLOADS` (SPEC §7: what is wrong, what to do). */
@@ -320,12 +303,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       vary: versioned ? (headerValue(upstreamRes, 'vary') as string | undefined) : undefined,
     };
     const varied = versioned && !revalidationKeepsVary(status, upstreamHead.vary);
-    // The reason phrase is the upstream's when Node can write it (RFC 9112 §4: HTAB, SP, VCHAR,
-    // obs-text); Node's parser also takes a NUL or other controls there, on which writeHead throws:
-    // such a phrase is dropped (a client ignores it anyway) and Node's own for the status goes instead.
-    const message = REASON_PHRASE.test(upstreamRes.statusMessage ?? '')
-      ? upstreamRes.statusMessage
-      : undefined;
+    const message = relayableReasonPhrase(upstreamRes.statusMessage);
 
     const streamed = headOptions(false, varied, state.rangesRefused);
     const patchedHead = headOptions(true, varied, true);
@@ -345,7 +323,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     };
     // A body that does not follow its head within RESPONSE_HEAD_HOLD_MS (an event stream, a long poll)
     // gets the head sent alone then (head-hold.ts); a HEAD's, a 204's or a 304's goes out at once.
-    const bodiless = req.method === 'HEAD' || BODILESS_STATUS.has(status);
+    const bodiless = isBodiless(req.method, status);
     const heldHead = (options: ResponseHeadOptions): HeadHold =>
       holdHead(res, headWriter(options), responseHeadHoldMs);
     if (patches === undefined) {
@@ -353,7 +331,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       return;
     }
     const patch = chainPatches(patches);
-    if (bodiless) {
+    const plan = patchPlan(bodiless, status, upstreamRes.headers['content-encoding']);
+    if (plan.kind === 'head') {
       // The headers the patched GET would carry (no length, weak validator), no body.
       patch.destroy();
       const head = responseHead(upstreamHead, extra, patchedHead);
@@ -364,11 +343,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       upstreamRes.resume();
       return;
     }
-    const coding = supportedCoding(upstreamRes.headers['content-encoding']);
-    if (status === 206 || coding === undefined) {
-      // A partial body cannot be patched as a whole document; a coding the shim cannot undo neither.
+    if (plan.kind === 'pass') {
       patch.destroy();
-      if (coding === undefined) countUnpatched(state, 'unsupported_encoding');
+      if (plan.reason !== undefined) countUnpatched(state, plan.reason);
       pumpBody(upstreamRes, res, heldHead(streamed).start);
       return;
     }
@@ -379,6 +356,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // no digest): the safe one whichever way the body then goes.
     const head = heldHead(patchedHead);
     const events = { writeHead: head.start, onEnd, onError: fail };
+    const { coding } = plan;
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).
       pumpPatch(upstreamRes, res, patch, events);
@@ -386,7 +364,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     }
     // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch), once the
     // decoder's window is reserved; without room, the response goes out as the upstream sent it.
-    withDecoderWindow(upstreamRes, res, coding, (reserved) => {
+    reserveDecoderWindow(upstreamRes, res, coding, budget, (reserved) => {
       if (reserved) {
         pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, events);
         return;
@@ -397,43 +375,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       pumpBody(upstreamRes, res, heldHead(streamed).start);
     });
   };
-
-  /**
-   * Reserves from the budget the memory a patched response's decoder will hold: the window its body
-   * declares in its first bytes (`declaredWindowBytes`: brotli up to 16 MiB, zstd up to 8 MiB, gzip and
-   * deflate 64 KiB), for as long as the response lasts. Not counted, 50 legacy clients reading a brotli
-   * list with a 16 MiB window slowly took +481 MiB (docs/reliability.md fix 135). Decoders may fill three
-   * quarters of the budget together, as request bodies may (`requestBodyCeiling`). Waits for the body's
-   * first bytes (or its end), puts them back, then calls `then(true)` with the reservation given back
-   * when `res` closes, or `then(false)` when the budget has no room (the caller sends the response
-   * unpatched, `budget_exhausted`, as a patch does when it cannot hold a value).
-   * @param source The upstream's response, not yet read.
-   * @param res The client's response.
-   * @param coding The response's content coding (not `identity`).
-   * @param then Told whether the window is reserved; called once, unless the source fails or closes first.
-   */
-  function withDecoderWindow(
-    source: IncomingMessage,
-    res: ServerResponse,
-    coding: Exclude<SupportedCoding, 'identity'>,
-    then: (reserved: boolean) => void,
-  ): void {
-    const onReadable = () => {
-      source.off('readable', onReadable);
-      const head = source.read() as Buffer | null;
-      if (head !== null) source.unshift(head);
-      // Within the request bodies' share (three quarters): the last quarter stays for the values the
-      // patches of these responses hold, or decoders would leave every patch without room.
-      const window = new Reservation(budget, requestBodyCeiling(budget));
-      if (!window.grow(head === null ? 0 : declaredWindowBytes(coding, head))) {
-        then(false);
-        return;
-      }
-      res.once('close', () => window.release());
-      then(true);
-    };
-    source.on('readable', onReadable);
-  }
 
   /** Sends an exchange upstream and sees it through its attempts (upstream-attempt.ts). */
   const forward = createUpstreamAttempt({

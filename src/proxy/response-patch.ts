@@ -6,7 +6,106 @@
  */
 import type { Transform } from 'node:stream';
 import { pauseUntilDrain, releaseChunk } from './body-pump.ts';
-import type { PatchOutcome, ResponsePatch } from './types.ts';
+import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
+import {
+  declaredWindowBytes,
+  SUPPORTED_CODINGS,
+  type SupportedCoding,
+  supportedCoding,
+} from './content-coding.ts';
+import type { BufferBudget, PatchOutcome, ResponsePatch } from './types.ts';
+
+/** How a response that a plugin asked to patch goes to the client ({@link patchPlan}). */
+export type PatchPlan =
+  /** No body (the answer to a HEAD, a 204, 205 or 304): the head the patched GET would carry, alone. */
+  | { readonly kind: 'head' }
+  /**
+   * Passed through as it comes, unpatched: a 206 (`reason` undefined: a part is not a document), or a
+   * content coding the shim cannot undo (`unsupported_encoding`, counted).
+   */
+  | { readonly kind: 'pass'; readonly reason: 'unsupported_encoding' | undefined }
+  /** Patched as it comes; through a decoder and an encoder unless `coding` is `identity`. */
+  | { readonly kind: 'patch'; readonly coding: SupportedCoding };
+
+const HEAD_PLAN: PatchPlan = { kind: 'head' };
+const PARTIAL_PLAN: PatchPlan = { kind: 'pass', reason: undefined };
+const UNSUPPORTED_PLAN: PatchPlan = { kind: 'pass', reason: 'unsupported_encoding' };
+const PATCH_PLANS = new Map<SupportedCoding, PatchPlan>(
+  SUPPORTED_CODINGS.map((coding) => [coding, { kind: 'patch', coding }]),
+);
+
+/**
+ * Decides how a response that a plugin asked to patch (SPEC §6) goes to the client: its head alone, as
+ * the upstream sent it, or patched (and through which coding). Pure; one plan object per outcome, made
+ * once.
+ * @param bodiless The response has no body (response-writer.ts `isBodiless`).
+ * @param status The upstream's final status (a 206 is never patched: a part of a document is not one).
+ * @param contentEncoding The upstream's `Content-Encoding`, as Node joined it, or `undefined`.
+ * @returns The plan ({@link PatchPlan}). Never throws.
+ * @example
+ * patchPlan(false, 200, 'gzip') // → { kind: 'patch', coding: 'gzip' }
+ * patchPlan(false, 200, 'gzip, br') // → { kind: 'pass', reason: 'unsupported_encoding' }
+ * patchPlan(false, 206, undefined) // → { kind: 'pass', reason: undefined }
+ * patchPlan(true, 304, undefined) // → { kind: 'head' }
+ */
+export function patchPlan(bodiless: boolean, status: number, contentEncoding: string | undefined): PatchPlan {
+  if (bodiless) return HEAD_PLAN;
+  const coding = supportedCoding(contentEncoding);
+  if (coding === undefined) return status === 206 ? PARTIAL_PLAN : UNSUPPORTED_PLAN;
+  if (status === 206) return PARTIAL_PLAN;
+  return PATCH_PLANS.get(coding) as PatchPlan;
+}
+
+/** What {@link reserveDecoderWindow} reads: the upstream's response body, not yet read (an `IncomingMessage`). */
+export interface UnreadBody {
+  on(event: 'readable', listener: () => void): unknown;
+  off(event: 'readable', listener: () => void): unknown;
+  /** The bytes buffered so far, or `null` at the end of an empty body. */
+  read(): Buffer | null;
+  /** Puts bytes back in front of the body. */
+  unshift(chunk: Buffer): unknown;
+}
+
+/**
+ * Reserves from the budget the memory a patched response's decoder will hold: the window its body
+ * declares in its first bytes (content-coding.ts `declaredWindowBytes`: brotli up to 16 MiB, zstd up to
+ * 8 MiB, gzip and deflate 64 KiB), for as long as the response lasts. Not counted, 30 legacy clients
+ * reading a brotli list with a 16 MiB window slowly took +526 MiB (docs/reliability.md fix 135).
+ * Decoders may fill three quarters of the budget together, as request bodies may
+ * (buffer-budget.ts `requestBodyCeiling`). Waits for the body's first bytes (or its end), puts them
+ * back (`unshift`), then calls `then(true)` with the reservation given back when `res` closes, or
+ * `then(false)` when the budget has no room (the caller sends the response unpatched,
+ * `budget_exhausted`, as a patch does when it cannot hold a value).
+ * @param source The upstream's response, not yet read.
+ * @param res The client's response (its `close` gives the reservation back).
+ * @param coding The response's content coding (not `identity`).
+ * @param budget The process-wide budget (`MAX_BUFFERED_BYTES`).
+ * @param then Told whether the window is reserved; called once, unless the source fails or closes first.
+ * @throws Nothing of its own.
+ */
+export function reserveDecoderWindow(
+  source: UnreadBody,
+  res: { once(event: 'close', listener: () => void): unknown },
+  coding: Exclude<SupportedCoding, 'identity'>,
+  budget: BufferBudget,
+  then: (reserved: boolean) => void,
+): void {
+  const onReadable = () => {
+    source.off('readable', onReadable);
+    const head = source.read();
+    if (head !== null) source.unshift(head);
+    // Within the request bodies' share (three quarters): the last quarter stays for the values the
+    // patches of these responses hold, or decoders would leave every patch without room.
+    const window = new Reservation(budget, requestBodyCeiling(budget));
+    if (!window.grow(head === null ? 0 : declaredWindowBytes(coding, head))) {
+      then(false);
+      return;
+    }
+    res.once('close', () => window.release());
+    then(true);
+  };
+  source.on('readable', onReadable);
+}
 
 /**
  * Chains patches: what the first returns for a chunk is written to the second, and so on; what the

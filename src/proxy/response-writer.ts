@@ -5,7 +5,63 @@
  * be answered with a 502.
  */
 import { endToEndRawHeaders } from './hop-by-hop.ts';
+import { isHttp10OrOlder } from './raw-headers.ts';
 import { patchedEtag } from './validators.ts';
+
+/** Statuses whose responses have no body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
+const BODILESS_STATUS = new Set([204, 205, 304]);
+
+/**
+ * Whether a response has no body, whatever its headers say: the answer to a HEAD (RFC 9110 §9.3.2), a
+ * 204, 205 or 304 (§6.4.1, §15.3.5, §15.4.5).
+ * @param method The request's method (`req.method`).
+ * @param status The upstream's final status.
+ * @returns `true` when no body follows the head. Never throws.
+ * @example
+ * isBodiless('HEAD', 200) // → true
+ * isBodiless('GET', 304) // → true
+ * isBodiless('GET', 200) // → false
+ */
+export function isBodiless(method: string | undefined, status: number): boolean {
+  return method === 'HEAD' || BODILESS_STATUS.has(status);
+}
+
+/**
+ * Whether a HEAD response to a patched exchange says `Transfer-Encoding: chunked`, the framing of the
+ * patched GET (its length is unknown until it is sent). RFC 9112 §6.1 lets a server send it on a HEAD
+ * response (never to an HTTP/1.0 client, never on a 204 or 304), and RFC 9110 §9.3.2 asks a HEAD to
+ * carry the GET's fields. Without it the HEAD response has neither a length nor a coding, and llhttp —
+ * the parser of Node's HTTP client, under axios, got, node-fetch and superagent — takes it for a
+ * response delimited by the close: the client drops its keep-alive connection after every such HEAD
+ * (the upstream's own HEAD carries its `Content-Length`, and the connection is kept).
+ * @param status The upstream's final status.
+ * @param httpVersion The client's HTTP version (`req.httpVersion`).
+ * @returns `true` for an HTTP/1.1 client and a status with a body. Never throws.
+ * @example
+ * headSaysChunked(200, '1.1') // → true
+ * headSaysChunked(200, '1.0') // → false
+ * headSaysChunked(304, '1.1') // → false
+ */
+export function headSaysChunked(status: number, httpVersion: string): boolean {
+  return !BODILESS_STATUS.has(status) && !isHttp10OrOlder(httpVersion);
+}
+
+/** A reason phrase Node's `writeHead` accepts (RFC 9112 §4 `reason-phrase`, or empty). */
+const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * The upstream's reason phrase when Node can write it (RFC 9112 §4: HTAB, SP, VCHAR, obs-text). Node's
+ * parser also takes a NUL or other controls there, on which `writeHead` throws: such a phrase is
+ * dropped (a client ignores it anyway), and Node's own for the status goes instead.
+ * @param phrase The upstream's reason phrase (`IncomingMessage.statusMessage`).
+ * @returns The phrase, or `undefined` for Node's own. Never throws.
+ * @example
+ * relayableReasonPhrase('Not Found') // → 'Not Found'
+ * relayableReasonPhrase('OK\0') // → undefined
+ */
+export function relayableReasonPhrase(phrase: string | undefined): string | undefined {
+  return REASON_PHRASE.test(phrase ?? '') ? phrase : undefined;
+}
 
 /**
  * Adds a header name to a `Vary` value (RFC 9110 §12.5.5): no duplicate (compared case-insensitively),

@@ -6,10 +6,59 @@ import { describe, expect, it } from 'vitest';
 import {
   earlyHints,
   exposedNames,
+  headSaysChunked,
+  isBodiless,
   mergeVary,
+  relayableReasonPhrase,
   responseHead,
   revalidationKeepsVary,
 } from '../../../src/proxy/response-writer.ts';
+
+describe('isBodiless (RFC 9110 §9.3.2, §6.4.1)', () => {
+  it.each<[string | undefined, number, boolean]>([
+    ['HEAD', 200, true],
+    ['HEAD', 404, true],
+    ['GET', 204, true],
+    ['GET', 205, true],
+    ['GET', 304, true],
+    ['GET', 200, false],
+    ['POST', 201, false],
+    ['GET', 206, false],
+    [undefined, 200, false],
+  ])('%s %i → %s', (method, status, expected) => {
+    expect(isBodiless(method, status)).toBe(expected);
+  });
+});
+
+describe("headSaysChunked (RFC 9112 §6.1: a HEAD answer may say the GET's framing)", () => {
+  it.each<[number, string, boolean]>([
+    [200, '1.1', true],
+    [404, '1.1', true],
+    [200, '1.0', false],
+    [200, '0.9', false],
+    [204, '1.1', false],
+    [304, '1.1', false],
+  ])('%i to HTTP/%s → %s', (status, version, expected) => {
+    expect(headSaysChunked(status, version)).toBe(expected);
+  });
+});
+
+describe('relayableReasonPhrase (RFC 9112 §4)', () => {
+  it.each<[string | undefined, string | undefined]>([
+    ['OK', 'OK'],
+    ['Not Found', 'Not Found'],
+    ['', ''],
+    ['Tab\there', 'Tab\there'],
+    ['caf\u00e9 (obs-text)', 'caf\u00e9 (obs-text)'],
+    ['NUL\0', undefined],
+    ['bell\u0007', undefined],
+    ['DEL\u007f', undefined],
+    ['split\r\nX-Injected: 1', undefined],
+    [undefined, undefined],
+  ])('%j → %j', (phrase, expected) => {
+    expect(relayableReasonPhrase(phrase)).toBe(expected);
+  });
+});
 
 describe('mergeVary', () => {
   it.each<[string | undefined, string]>([
