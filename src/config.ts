@@ -19,7 +19,11 @@ import { requestBodyShare } from './proxy/buffer-budget.ts';
 import { HEAD_HOLD_MS } from './proxy/head-hold.ts';
 import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
 import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
-import { UPSTREAM_POOL_SOCKETS } from './proxy/upstream-agent.ts';
+import {
+  UPSTREAM_CONNECT_TIMEOUT_MS,
+  UPSTREAM_IDLE_TIMEOUT_MS,
+  UPSTREAM_POOL_SOCKETS,
+} from './proxy/upstream-agent.ts';
 
 /** The shim's whole configuration, validated and frozen. */
 export interface Config {
@@ -586,14 +590,14 @@ export const CORE_VARIABLES = {
       "An upstream response's head goes to the client with the first byte of its body (one write; an upstream that fails in between still gets the client a 502 or 504 JSON), but waits for that byte at most this many ms: then the head goes alone, so that a client of a response whose body comes later (server-sent events before their first event, a long poll) has its status and headers at once, as nginx with `proxy_buffering off` and Envoy send them. From then on a failure aborts the response, as after its first byte. `1` sends every head as soon as a body does not come with it; a value above `UPSTREAM_TIMEOUT_MS` holds every head until its body ([operations](operations.md#streaming-responses)).",
   },
   UPSTREAM_CONNECT_TIMEOUT_MS: {
-    schema: parsers.ms(5_000),
-    default: '5000',
+    schema: parsers.ms(UPSTREAM_CONNECT_TIMEOUT_MS),
+    default: String(UPSTREAM_CONNECT_TIMEOUT_MS),
     meaning:
       'A new upstream connection (TCP, and TLS for an `https:` upstream) not established within this many ms of its name being resolved is given up: 502 (`shim_upstream_errors_total{kind="refused"}`, log cause `ESHIMCONNECTTIMEDOUT`), as for an unreachable host, instead of a 504 after `UPSTREAM_TIMEOUT_MS`. A host that drops packets (a partition, a dead node, a firewall) fails fast while the pool has no live connection to it; a request sent on a pooled connection still waits `UPSTREAM_TIMEOUT_MS`. The default, Envoy\'s, lets two SYN retransmissions (at 1 s and 3 s) through; the earlier of the two timeouts applies. Resolving the name is not counted (as nginx, Envoy and HAProxy do not): a slow resolver is bounded by `UPSTREAM_TIMEOUT_MS`.',
   },
   UPSTREAM_IDLE_TIMEOUT_MS: {
-    schema: parsers.ms(4_000),
-    default: '4000',
+    schema: parsers.ms(UPSTREAM_IDLE_TIMEOUT_MS),
+    default: String(UPSTREAM_IDLE_TIMEOUT_MS),
     meaning:
       "An idle upstream connection of the shim's pool is closed after this many ms, or 1 s before the upstream's `Keep-Alive: timeout=N` hint when that is sooner (a hint of 1 s or less: not kept). Keep it below the upstream's own idle timeout when the upstream sends no hint (nginx's `keepalive_timeout 3s` without its second value; gunicorn's `gthread` workers, 2 s: set `1000`; uvicorn's 5 s is above the default): a request the shim writes on a connection the upstream is closing fails, and only an idempotent one is retried (a POST gets 502). Measured servers: [operations](operations.md#upstream-servers-keep-alive).",
   },

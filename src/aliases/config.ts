@@ -14,6 +14,7 @@ import {
   type VariableSpecs,
 } from '../config.ts';
 import { type BrownoutWindow, parseBrownouts } from './brownout.ts';
+import { DEFAULT_MAX_VALUE_BYTES } from './patch-json.ts';
 
 /** Settings of the alias layer (SPEC §5, §6, §10; issue 11). */
 export interface AliasSettings {
@@ -40,6 +41,9 @@ export interface AliasSettings {
   /** `MAX_PATCH_VALUE`: largest member value the streaming patcher holds to copy, in bytes (SPEC §6). */
   maxPatchValue: number;
 }
+
+/** Default of `MAX_PATCH_VALUE` as documented: the patcher's own {@link DEFAULT_MAX_VALUE_BYTES} (`1mb`). */
+const DEFAULT_MAX_PATCH_VALUE = `${DEFAULT_MAX_VALUE_BYTES / (1024 * 1024)}mb`;
 
 /** Largest accepted `CONSUMER_TABLE_SIZE` (entries of a few hundred bytes each: ~100 MB at most). */
 const MAX_CONSUMER_TABLE_SIZE = 100_000;
@@ -109,8 +113,8 @@ export const ALIAS_VARIABLES = {
       'Consumers tracked by the usage table (space-saving heavy hitters, `GET /aliases/usage` on the admin listener), 1 to 100000; memory is bounded by it.',
   },
   MAX_PATCH_VALUE: {
-    schema: parsers.byteSize('1mb'),
-    default: '1mb',
+    schema: parsers.byteSize(DEFAULT_MAX_PATCH_VALUE),
+    default: DEFAULT_MAX_PATCH_VALUE,
     meaning:
       'Largest member value the streaming response patcher holds back to copy (SPEC §6); a larger value passes unpatched from there on and is counted.',
   },

@@ -44,7 +44,10 @@ export interface JsonPatchOptions {
 /** The skip reason of a scanner failure (a WebAssembly trap), never the body's fault. */
 const SCANNER_FAILED: PatchSkipReason = 'scanner_failed';
 
-/** Default of {@link JsonPatchOptions.maxValueBytes} for {@link patchJson} (1 MiB, as `MAX_PATCH_VALUE`). */
+/**
+ * Default of {@link JsonPatchOptions.maxValueBytes} for {@link patchJson}, in bytes (1 MiB); also the
+ * default of `MAX_PATCH_VALUE` (aliases/config.ts writes it as `1mb`).
+ */
 export const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
 
 /**

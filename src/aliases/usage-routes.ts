@@ -3,6 +3,7 @@
  * lists the {@link UsageTable}'s consumers, `DELETE /aliases/usage` starts a fresh table.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { JSON_CONTENT_TYPE } from '../proxy/errors.ts';
 import { sendJson } from '../proxy/respond.ts';
 import type { AdminRoute } from '../proxy/types.ts';
 import type { UsageRanking, UsageTable } from './usage-table.ts';
@@ -104,7 +105,7 @@ export function usageRoutes(
           return;
         }
         res.writeHead(200, {
-          'content-type': 'application/json; charset=utf-8',
+          'content-type': JSON_CONTENT_TYPE,
           'cache-control': 'no-store',
         });
         if (req.method === 'HEAD') {

@@ -82,6 +82,12 @@ export const REJECTION_RETRY_AFTER: Readonly<Partial<Record<RejectionReason, num
  */
 export const CLIENT_CAUSED_5XX: ReadonlySet<RejectionReason> = new Set(['upgrade', 'http_version']);
 
+/**
+ * `Content-Type` of every JSON document the shim makes itself: its errors (SPEC §7), the admin routes
+ * and the usage report (RFC 8259 §11; its `charset` parameter has no effect on compliant recipients).
+ */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /** The message of a refused protocol upgrade (501), from the hygiene gate or the front server. */
 export const UPGRADE_REFUSED_MESSAGE = 'Protocol upgrades (WebSocket, h2c) are not supported by this proxy.';
 
@@ -141,7 +147,7 @@ export function errorHead(
   const body = errorBody(statusCode, message);
   const headers = [
     'Content-Type',
-    'application/json; charset=utf-8',
+    JSON_CONTENT_TYPE,
     'Content-Length',
     String(body.length),
     'Cache-Control',

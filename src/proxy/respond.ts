@@ -2,7 +2,7 @@
  * Writing the responses the shim makes itself (SPEC §7).
  */
 import type { ServerResponse } from 'node:http';
-import { errorHead } from './errors.ts';
+import { errorHead, JSON_CONTENT_TYPE } from './errors.ts';
 import { exposedNames } from './response-writer.ts';
 
 /**
@@ -42,7 +42,7 @@ export function sendError(
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
+    'content-type': JSON_CONTENT_TYPE,
     'content-length': Buffer.byteLength(text),
     'cache-control': 'no-store',
   });
