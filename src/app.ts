@@ -70,7 +70,7 @@ export interface ShimDependencies {
 
 /** The assembled front door. */
 export interface Shim {
-  /** The request handler for the front-door server: the Express app (see {@link createApp}). */
+  /** The request handler for the front-door server: the Express app (see {@link createShim}). */
   readonly app: RequestListener;
   /** The upstream connection pool (closed on shutdown). */
   readonly forwarder: Forwarder;
@@ -91,7 +91,9 @@ export interface Shim {
  * The upstream pool's options from the configuration: the forwarder's pool and the readiness probes'
  * (runtime.ts) are made alike, so that a probe meets the upstream as the traffic does.
  * @param config The validated configuration.
- * @returns `UPSTREAM_CA_FILE`'s certificates, `UPSTREAM_IDLE_TIMEOUT_MS`, `UPSTREAM_CONNECT_TIMEOUT_MS`.
+ * @returns `UPSTREAM_CA_FILE`'s certificates, `UPSTREAM_IDLE_TIMEOUT_MS`, `UPSTREAM_CONNECT_TIMEOUT_MS`
+ *   (both ms).
+ * @throws Nothing.
  */
 export function upstreamTransportOptions(config: Config): UpstreamTransportOptions {
   return {
@@ -105,7 +107,12 @@ export function upstreamTransportOptions(config: Config): UpstreamTransportOptio
  * Builds the shim's request pipeline (SPEC §3 order of checks).
  * @param config The validated configuration, loaded with {@link PLUGINS} (`loadConfig(env, PLUGINS)`).
  * @param deps Logger, metrics and upstream address (and, in tests, plugins or a clock).
+ * @returns The front door: its request handler, the forwarder (its upstream pool), the service
+ *   version, the HTTP server's rejection hook and own headers, and the plugins' admin routes.
  * @throws {Error} when a plugin of {@link PLUGINS} has no settings in `config` (loaded without it).
+ * @throws {Error} from prom-client when `deps.metrics.registry` already holds one of the gauges or
+ *   plugin metrics registered here (one shim per registry); from `createForwarder` when `deps.upstream`
+ *   is neither `http:` nor `https:`.
  */
 export function createShim(config: Config, deps: ShimDependencies): Shim {
   const { logger, metrics } = deps;

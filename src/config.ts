@@ -105,6 +105,12 @@ export interface Config {
 /** Thrown by {@link loadConfig} with one line per problem. */
 export class ConfigError extends Error {
   readonly problems: string[];
+  /**
+   * A configuration error listing its problems.
+   * @param problems One line per problem, e.g. `PORT: must be a port number`; the message lists them,
+   *   indented, after `invalid configuration:`.
+   * @throws Nothing.
+   */
   constructor(problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
     this.name = 'ConfigError';
@@ -117,6 +123,11 @@ const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 
 /**
  * Parses a byte size such as `1mb`, `512kb`, `1048576` (units are powers of 1024, as in Express's
  * `bytes`). Returns bytes, or `undefined` when the text is not a size.
+ * @param text The size as written: a number, optionally fractional, then `b`, `kb`, `mb` or `gb` (any
+ *   case; none = bytes), surrounding whitespace allowed.
+ * @returns Bytes, rounded down: a positive safe integer, or `undefined` (also for 0 and for sizes
+ *   beyond `Number.MAX_SAFE_INTEGER`).
+ * @throws Nothing.
  */
 export function parseByteSize(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(text.trim());
@@ -207,6 +218,7 @@ const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?(?:-----END CERTIFIC
  * @param text A PEM file's text.
  * @returns The positions of the blocks `X509Certificate` refuses (a truncated or corrupt base64 body, no
  *   END line); empty when every block parses.
+ * @throws Nothing: each block's parse error is caught and counted.
  * @example unparsableCertificates('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----') // → [1]
  */
 export function unparsableCertificates(text: string): number[] {
@@ -634,6 +646,8 @@ export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(COR
 /**
  * Names of every variable the shim reads with these plugins registered (core first, then each plugin's).
  * @param plugins The registered plugins (`app.ts`'s `PLUGINS`).
+ * @returns A new array of the names, e.g. `['PORT', …, 'ALIASES', …]`.
+ * @throws Nothing.
  */
 export function configVariables(plugins: readonly PluginDefinition[]): string[] {
   return [...CONFIG_VARIABLES, ...plugins.flatMap((p) => Object.keys(p.config.variables))];
@@ -666,6 +680,7 @@ export const AMBIENT_VARIABLES: readonly RegExp[] = Object.freeze([
  * @param env The environment.
  * @param known Names the core and the registered plugins read.
  * @returns One line (names sorted), or `[]` when there is nothing to report.
+ * @throws Nothing.
  */
 export function unknownVariableWarnings(env: NodeJS.ProcessEnv, known: readonly string[]): string[] {
   const unknown = unknownVariables(env, known);

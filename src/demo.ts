@@ -41,6 +41,7 @@ export class DemoBackendError extends Error {
  * It is stopped when this process exits (a SIGKILL of the shim leaves it running: stop it by its pid,
  * logged at start).
  * @param entry The entry point (default {@link DEMO_BACKEND_ENTRY}).
+ * @returns Resolves to the running backend: its URL, pid and `stop()`.
  * @throws {DemoBackendError} when the entry point is missing (e.g. in the production image), the
  *   process exits before listening, or prints no URL within {@link DEMO_BACKEND_START_TIMEOUT_MS}.
  */

@@ -12,6 +12,7 @@ export const MIN_NODE_MAJOR = 24;
  * Why a Node version cannot run the shim.
  * @param version `process.versions.node`, e.g. `20.20.2`.
  * @returns The one-line message, or `undefined` for Node 24 or later.
+ * @throws Nothing.
  * @example unsupportedNode('20.20.2') // → 'compat-shim needs Node 24 or later; this is Node 20.20.2. …'
  */
 export function unsupportedNode(version: string): string | undefined {

@@ -88,6 +88,8 @@ export interface Runtime {
  * then both listeners. Resolves once both listen.
  * @param config The validated configuration.
  * @param options Demo mode, log destination, process metrics, start probe.
+ * @returns Resolves to the running runtime once both servers listen: its URLs, upstream, logger,
+ *   metrics, shim, servers, and `drain`/`close`.
  * @throws {ConfigError} when `UPSTREAM_URL` is unset outside demo mode (fail closed, issue 10).
  * @throws {DemoBackendError} when demo mode cannot start the reference backend.
  * @throws the listen error (e.g. `EADDRINUSE`), after closing whatever was started.

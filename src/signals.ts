@@ -23,6 +23,8 @@ for (const signal of STOP_SIGNALS) {
 /**
  * Hands the stop signals to `stop`, first those that came before (in order), then each as it comes.
  * @param stop Called once per signal, with its name.
+ * @throws What `stop` throws for a signal held before the call (the later held ones are then not
+ *   handed over); nothing of its own.
  */
 export function onStopSignal(stop: (signal: NodeJS.Signals) => void): void {
   handler = stop;

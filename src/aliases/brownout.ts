@@ -27,7 +27,9 @@ const DURATION = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.
 /**
  * Parses an ISO 8601 duration of weeks, days, hours, minutes and seconds (`P1D`, `PT1H30M`, `PT0.5S`).
  * Days are 24 h (the schedule is in UTC instants).
+ * @param text The duration as written, e.g. `PT1H30M`.
  * @returns Milliseconds, or `undefined` for anything else (years, months, an empty `P`/`PT`).
+ * @throws Nothing.
  */
 export function parseDuration(text: string): number | undefined {
   const m = DURATION.exec(text);
@@ -58,6 +60,8 @@ function dateAlone(edges: readonly string[]): string {
  * @returns The windows sorted by start, or every problem found (one line each): a malformed interval,
  *   a zero or negative duration, an end not after the start, overlapping windows, too many windows.
  *   Windows that touch (`end` of one = `start` of the next) are accepted.
+ * @throws Nothing: every problem is returned. A duration may carry `end` past the last instant a
+ *   `Date` can hold (8.64e15 ms), which {@link brownoutWarning} then cannot format.
  */
 export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { problems: string[] } {
   const problems: string[] = [];
@@ -123,6 +127,7 @@ export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { 
  * @param now Ms since the epoch.
  * @returns The window with `start ≤ now < end`, or `undefined` outside every window (the scan stops at
  *   the first window that starts after `now`).
+ * @throws Nothing.
  */
 export function activeBrownout(windows: readonly BrownoutWindow[], now: number): BrownoutWindow | undefined {
   for (const window of windows) {
@@ -137,6 +142,9 @@ export function activeBrownout(windows: readonly BrownoutWindow[], now: number):
  * @param aliases The aliases the request used (from the alias table).
  * @param window The active window.
  * @param docsUrl `ALIAS_DOCS_URL`, named in the text when set.
+ * @returns The `Warning` field value, naming `window.end` as an ISO 8601 UTC instant.
+ * @throws {RangeError} when `window.end` is beyond what a `Date` can hold (±8.64e15 ms), which
+ *   {@link parseBrownouts} lets through for a very long duration (e.g. `P99999999999W`).
  * @example
  * brownoutWarning(['tags'], w, 'https://example.com/migrate')
  * // '299 - "tags: aliases are browned out until 2027-01-12T15:00:00.000Z (rehearsal of their removal); use the canonical names, see https://example.com/migrate"'

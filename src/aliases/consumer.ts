@@ -44,7 +44,9 @@ export interface ConsumerRules {
  * Keeps the characters that are safe in a log, a JSON document and a Prometheus label: visible ASCII
  * except `"`, `\` and the separators `,;` (a gateway id such as `team-a/ci@example.com` stays readable);
  * others become `_`. Cut to {@link MAX_CONSUMER_CHARS}.
+ * @param value A header value as received, of any length (only its first 256 characters are read).
  * @returns The cleaned value, or `undefined` when nothing is left.
+ * @throws Nothing.
  */
 export function sanitizeId(value: string): string | undefined {
   const cleaned = value
@@ -63,6 +65,10 @@ function first(value: string | string[] | undefined): string | undefined {
 /**
  * The first 16 hex digits (64 bits) of HMAC-SHA-256(key, apiKey): stable across replicas and restarts
  * for one key, not reversible without the key, and short enough for a table.
+ * @param fingerprintKey The HMAC key (`CONSUMER_FINGERPRINT_KEY`).
+ * @param apiKey The trimmed API key.
+ * @returns 16 lower-case hex digits.
+ * @throws Nothing for string arguments.
  * @example
  * keyFingerprint('k'.repeat(16), 'secret-api-key'); // e.g. '3f9c0d2a1b7e4c55'
  */
@@ -85,6 +91,7 @@ export function keyFingerprint(fingerprintKey: string, apiKey: string): string {
  *   digits, the key's fingerprint
  *   (e.g. `3f9c0d2a1b7e4c55`), or `api-key` ({@link UNKEYED_CONSUMER}) without a fingerprint key; or
  *   `session` ({@link SESSION_CONSUMER}). Never the credential itself.
+ * @throws Nothing.
  * @example consumerOf({ 'x-api-key': 'k' }, { apiKeyHeader: 'x-api-key' }) // → 'api-key'
  */
 export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): string {
@@ -126,6 +133,8 @@ export function consumerOf(headers: IncomingHttpHeaders, rules: ConsumerRules): 
  * The rule of the route labels (docs/operations.md, "Route labels", rule 1) is stricter (2xx/3xx only)
  * because any 4xx path would teach a label; here the consumer is what must be real, not the path.
  * @param status The upstream response's status code.
+ * @returns `true` when the request counts as alias use.
+ * @throws Nothing.
  * @example
  * countsAsUse(200); // true
  * countsAsUse(401); // false
@@ -142,6 +151,9 @@ const PRODUCT = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)(?:\/([!#$%&'*+.^_`|~0-9A-Za-z-]+
  * The User-Agent's first product token, `product/version` (e.g. `kleinkram-cli/0.59.0` from
  * `kleinkram-cli/0.59.0 python-requests/2.31`), cut to {@link MAX_CONSUMER_CHARS}; `unknown` when
  * absent or not a token.
+ * @param userAgent The `User-Agent` header (only its first 512 characters are read), or `undefined`.
+ * @returns The token, e.g. `kleinkram-cli/0.59.0`, or `unknown`.
+ * @throws Nothing.
  */
 export function userAgentProduct(userAgent: string | undefined): string {
   const m =

@@ -13,6 +13,9 @@ export const WARNING_BUDGET = 4096;
 /**
  * Text made safe inside a `Warning` value's quoted string (RFC 9111 §5.5; qdtext, RFC 9110 §5.6.4):
  * only visible ASCII and space are kept, and `"` and `\` are dropped rather than escaped.
+ * @param text Any text, e.g. an alias name or a URL.
+ * @returns The text without the characters a quoted string cannot hold.
+ * @throws Nothing.
  * @example warningText('t"ags\n') // → 'tags'
  */
 export function warningText(text: string): string {
@@ -22,6 +25,10 @@ export function warningText(text: string): string {
 /**
  * The `Warning` value for one alias (RFC 9111 §5.5 syntax: code 299 "miscellaneous persistent warning",
  * agent `-`, quoted text).
+ * @param alias The deprecated name.
+ * @param canonical The name to use instead.
+ * @returns The field value, both names passed through {@link warningText}.
+ * @throws Nothing.
  * @example
  * aliasWarning('tags', 'metadata'); // '299 - "tags is deprecated; use metadata"'
  */
@@ -37,6 +44,7 @@ export function aliasWarning(alias: string, canonical: string): string {
  *   `Link: <url>; rel="deprecation"` (RFC 9745 §3); `sunsetPolicyUrl` → `Link: <url>; rel="sunset"`
  *   (RFC 8594 §3: a link to the sunset policy), a separate field beside the deprecation link.
  * @returns `[name, value]` pairs in that order; empty when nothing is configured.
+ * @throws Nothing.
  */
 export function deprecationHeaders(
   settings: Pick<AliasSettings, 'deprecatedAt' | 'sunsetAt' | 'docsUrl' | 'sunsetPolicyUrl'>,
@@ -63,6 +71,7 @@ export function deprecationHeaders(
  * @param headers The exchange's added response headers (`[name, value]`, names as
  *   {@link deprecationHeaders} writes them).
  * @param upstream The upstream response's headers (Node's, lower-cased names).
+ * @throws Nothing.
  * @example
  * const added: Array<[string, string]> = [['Deprecation', '@1767225600'], ['Link', '<https://d>; rel="deprecation"']];
  * yieldToUpstreamDates(added, { deprecation: '@1700000000' }); // added → [['Link', '<https://d>; rel="deprecation"']]

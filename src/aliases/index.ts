@@ -89,12 +89,16 @@ function requestRouteLabels(table: readonly AliasRow[]): string[] {
  *   `shim_alias_brownout_refusals_total{route}` when that answer is a 4xx, and in the usage table when
  *   the query showed the alias (a body marked by route may hold none).
  *
- * @param settings `AliasSettings` from the configuration (`ALIASES`, `ALIAS_SUNSET_VERSION`,
- *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`).
+ * @param settings `AliasSettings` from the configuration: `ALIASES`, `ALIAS_SUNSET_VERSION`,
+ *   `ALIAS_DEPRECATED_AT`, `ALIAS_SUNSET_AT`, `ALIAS_DOCS_URL`, `ALIAS_SUNSET_POLICY_URL` (the
+ *   deprecation headers), `ALIAS_BROWNOUTS`, `CONSUMER_HEADER`, `CONSUMER_FINGERPRINT_KEY`,
+ *   `CONSUMER_TABLE_SIZE` (the usage table's capacity) and `MAX_PATCH_VALUE` (bytes).
  * @param context Logger, the shared Prometheus registry (the metrics are registered on it), the clock
  *   (`now`, default `Date.now`), the credential rules (`credentials.apiKeyHeader`, default `x-api-key`)
  *   and the process-wide buffer budget the patches reserve from (`budget`).
  * @param table The alias table (default: the service document's part 9 table).
+ * @returns The plugin `aliases`: its `onRequest` hooks for clients below the sunset version, and the
+ *   admin routes `GET`/`DELETE /aliases/usage`.
  * @throws {Error} when the registry already has one of the alias metrics, or the table is malformed.
  * @example
  * const plugin = createAliasLayer(settings, { logger, registry, budget, now: () => clock });

@@ -55,7 +55,11 @@ const FLAGS = [
   ...EXPORTS.map((name) => `-Wl,--export=${name}`),
 ];
 
-/** SHA-256 (hex) of the C source as it is now. */
+/**
+ * SHA-256 (hex) of the C source as it is now.
+ * @returns 64 lower-case hex digits.
+ * @throws {Error} the file system's (e.g. `ENOENT`) when src/aliases/json-scan.c cannot be read.
+ */
 export function sourceSha256(): string {
   return createHash('sha256').update(readFileSync(SOURCE)).digest('hex');
 }
@@ -93,6 +97,7 @@ function llvmCommand(name: string): string {
  * writes (`// <clang --version's first line>; <n> bytes.`).
  * @returns That version line, e.g. `Debian clang version 16.0.6 (15~deb12u1)`; `undefined` when the
  *   module is missing or has no such header.
+ * @throws {Error} the file system's when the module exists but cannot be read (e.g. `EACCES`).
  */
 export function recordedCompiler(): string | undefined {
   if (!existsSync(OUTPUT)) return undefined;
@@ -119,7 +124,15 @@ export function compile(): { wasm: Buffer; compiler: string } {
   }
 }
 
-/** The generated module's text. */
+/**
+ * The generated module's text: a header naming the compiler and size, `SOURCE_SHA256`, and
+ * `JSON_SCAN_WASM` as base64 in lines of 100 characters.
+ * @param wasm The module's bytes.
+ * @param compiler The compiler's version line, recorded in the header ({@link recordedCompiler}).
+ * @param sha256 SHA-256 (hex) of the C source it was built from ({@link sourceSha256}).
+ * @returns The TypeScript source of src/aliases/json-scan-wasm.ts.
+ * @throws Nothing.
+ */
 export function moduleText(wasm: Buffer, compiler: string, sha256: string): string {
   const base64 = wasm.toString('base64');
   const lines: string[] = [];

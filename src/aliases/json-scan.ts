@@ -76,6 +76,7 @@ export class KeyNames {
   readonly lengths: readonly number[];
 
   /**
+   * Encodes the names as UTF-8 once, for every scanner that compares keys with them.
    * @param names Distinct member names (decoded form): at most {@link MAX_KEY_NAMES}, each at most
    *   {@link MAX_KEY_NAME_BYTES} UTF-8 bytes long, 16,384 bytes together.
    * @throws {Error} when a name is repeated (the index of a match would be ambiguous) or the names are
@@ -168,13 +169,25 @@ function isWhitespace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-/** Offset of the first byte at or after `i` that is not JSON whitespace (RFC 8259 §2). */
+/**
+ * Offset of the first byte at or after `i` that is not JSON whitespace (RFC 8259 §2).
+ * @param text The JSON text, as bytes.
+ * @param i A byte offset into `text`.
+ * @returns A byte offset ≥ `i`; `text.length` when only whitespace follows.
+ * @throws Nothing.
+ */
 export function skipWhitespace(text: Buffer, i: number): number {
   while (isWhitespace(text[i])) i++;
   return i;
 }
 
-/** Offset just after the last byte before `i` that is not JSON whitespace, scanning backwards. */
+/**
+ * Offset just after the last byte before `i` that is not JSON whitespace, scanning backwards.
+ * @param text The JSON text, as bytes.
+ * @param i A byte offset into `text` (exclusive end).
+ * @returns A byte offset ≤ `i`; 0 when only whitespace precedes.
+ * @throws Nothing.
+ */
 export function skipWhitespaceBack(text: Buffer, i: number): number {
   while (i > 0 && isWhitespace(text[i - 1])) i--;
   return i;
@@ -361,6 +374,8 @@ let injectedFailure: Error | undefined;
  * trap would; later calls run normally. For the tests of how a scanner failure is reported
  * ({@link SCAN_FAILED}); nothing in `src/` calls it.
  * @param failure What the call throws, e.g. `new WebAssembly.RuntimeError('unreachable')`.
+ * @throws Nothing (the failure is thrown later, inside the next scan call, and reported as
+ *   {@link SCAN_FAILED}).
  */
 export function injectScanFailure(failure: Error): void {
   injectedFailure = failure;
@@ -476,9 +491,11 @@ export class JsonStreamScanner {
   #head = '';
 
   /**
+   * A scanner at the start of a text; the WebAssembly instance is created at its first chunk.
    * @param names Member names to report, at any depth.
    * @param maxNesting Deepest nesting accepted (arrays and objects), at most {@link MAX_SCAN_NESTING};
    *   deeper text gives {@link SCAN_TOO_DEEP}.
+   * @throws Nothing.
    */
   constructor(names: KeyNames, maxNesting: number) {
     this.#names = names;
@@ -494,8 +511,14 @@ export class JsonStreamScanner {
 
   /**
    * Scans the next chunk, calling `handler` for reported members (offsets absolute).
+   * @param text The next chunk, as bytes (any length; scanned in windows of 64 KiB).
+   * @param handler Receives the reported members; returning `false` stops the scan.
    * @returns {@link SCAN_OK} when the text so far can still be (or is) JSON; otherwise why it stopped
-   *   (the scanner is then spent and ignores further chunks). Never throws unless the handler does.
+   *   (the scanner is then spent and ignores further chunks).
+   * @throws Whatever `handler` throws. A trap inside the scan is reported as {@link SCAN_FAILED}, not
+   *   thrown; but a resource failure before it is thrown: a `RangeError` or `WebAssembly` error
+   *   when the instance cannot be created, or its memory cannot grow to hold a deep scanner's saved
+   *   nesting stack (`memory.grow`).
    */
   write(text: Buffer, handler: StreamScanHandler): ScanStatus {
     if (this.#spent) return SCAN_OK;
@@ -566,6 +589,7 @@ export class JsonStreamScanner {
    * The text ended.
    * @returns {@link SCAN_OK} when the whole text was one JSON value (with whitespace around it),
    *   {@link SCAN_INVALID} when it was truncated (or empty); a spent scanner returns {@link SCAN_OK}.
+   * @throws {RangeError} or a `WebAssembly` error only on a resource failure, as {@link write}.
    */
   end(): ScanStatus {
     if (this.#spent) return SCAN_OK;

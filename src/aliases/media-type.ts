@@ -11,6 +11,7 @@ const JSON_MEDIA_TYPE = /^[ \t]*application\/(?:[a-z0-9!#$&^_.+-]*\+)?json[ \t]*
  * @param contentType The header value, or `undefined` when absent.
  * @returns `true` for `application/json`, `application/json; charset=utf-8`, `application/problem+json`,
  *   `Application/JSON`; `false` for `text/json`, `application/jsonp`, `application/json-seq`, absent.
+ * @throws Nothing.
  * @example
  * isJsonMediaType('application/vnd.api+json; charset=utf-8'); // true
  */

@@ -1,7 +1,10 @@
 /**
- * The alias layer's own metric (SPEC §8): who still uses which alias, so that operators know when the
- * layer can be switched off and deleted (SPEC §10). Labels are bounded: alias names come from the table,
- * directions are two, and client versions are reduced to `major.minor` with a cap on distinct values.
+ * The alias layer's own metrics (SPEC §8): who still uses which alias, so that operators know when the
+ * layer can be switched off and deleted (SPEC §10) — `shim_alias_uses_total`,
+ * `shim_alias_brownout_requests_total`, `shim_alias_brownout_refusals_total` and the gauge
+ * `shim_alias_consumers`. Labels are bounded: alias names and routes come from the table, directions
+ * are two, client versions are reduced to `major.minor` with a cap on distinct values, and consumers
+ * are the top {@link TOP_CONSUMER_SERIES}.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SemVer } from 'semver';
@@ -22,7 +25,10 @@ const ALIAS_CONSUMERS_METRIC = 'shim_alias_consumers';
 /** Consumers exported by the top-consumers gauge (the full list is `GET /aliases/usage`). */
 export const TOP_CONSUMER_SERIES = 10;
 
-/** The alias layer's metric and the bounded client label. */
+/**
+ * The alias layer's counters and the bounded client label (the fourth metric, the gauge
+ * `shim_alias_consumers`, reads the usage table at each scrape and needs no handle).
+ */
 export interface AliasMetrics {
   /** `shim_alias_uses_total{alias, direction, client}`. */
   readonly uses: Counter<'alias' | 'direction' | 'client'>;
@@ -53,7 +59,8 @@ export interface AliasMetrics {
  * @param brownoutRoutes The alias table's request routes (`METHOD /pattern`): both brownout counters
  *   start at 0 for each, so that `increase()` over them reads 0, not "no data", and sees a first
  *   brownout after a restart (a series that first appears with 1 hides that increase from Prometheus).
- * @throws {Error} from prom-client when the registry already holds a metric of that name.
+ * @returns The three counters (the brownout ones started at 0 per route) and `clientLabel`.
+ * @throws {Error} from prom-client when the registry already holds a metric of one of these names.
  */
 export function createAliasMetrics(
   registry: Registry,

@@ -147,6 +147,9 @@ function section(row: AliasRow): string[] {
  * Renders the migration guide.
  * @param table The alias table (default: {@link ALIAS_TABLE}).
  * @returns Markdown text ending in a newline: an introduction, a summary table, one section per row.
+ * @throws Nothing for the default table; for a malformed row, what the layer's functions throw on
+ *   building its example (e.g. an `Error` from `renameKeyNames`, rename-names.ts, when a row's alias
+ *   equals its canonical name).
  */
 export function renderMigrationGuide(table: readonly AliasRow[] = ALIAS_TABLE): string {
   const lines = [

@@ -21,6 +21,9 @@ export function renameKeyNames(renames: readonly AliasRename[]): KeyNames {
 
 /**
  * Whether a reported name is an alias (odd) rather than a canonical name (even).
+ * @param name A reported name's index in {@link renameKeyNames}'s names.
+ * @returns `true` for an alias.
+ * @throws Nothing.
  * @example isAlias(1) // → true (the alias of rename 0)
  */
 export function isAlias(name: number): boolean {
@@ -29,6 +32,9 @@ export function isAlias(name: number): boolean {
 
 /**
  * The index in the renames of the pair a reported name belongs to.
+ * @param name A reported name's index in {@link renameKeyNames}'s names.
+ * @returns The rename's index (`name` halved, rounded down).
+ * @throws Nothing.
  * @example pairOf(3) // → 1 (the alias of rename 1)
  */
 export function pairOf(name: number): number {

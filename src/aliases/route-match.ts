@@ -56,7 +56,10 @@ function compilePattern(path: string): RegExp {
  * Compiles the `body` and `query` rows of an alias table into a matcher; rows with the same method and
  * path form one route.
  * @param table Alias rows (default: the service document's part 9 table).
- * @throws {Error} for a request row without method or path (a programming error in the table).
+ * @returns The matcher: `match(method, path)` → the route with its body and query renames, or
+ *   `undefined`.
+ * @throws {Error} for a request row without method or path, or a path that does not start with `/` or
+ *   has an empty segment (programming errors in the table).
  * @example
  * compileRoutes().match('POST', '/Missions/abc/metadata/')?.body; // [{canonical:'metadata', alias:'tags'}]
  */

@@ -73,6 +73,7 @@ export const ALIAS_TABLE: readonly AliasRow[] = Object.freeze([
  * The response rows of a table as canonical/alias pairs, in table order: the input of `patchJson`.
  * @param table Alias rows (default: {@link ALIAS_TABLE}).
  * @returns A frozen array, e.g. `[{canonical:'metadata', alias:'tags'}, …]`.
+ * @throws Nothing.
  */
 export function responsePairs(table: readonly AliasRow[] = ALIAS_TABLE): readonly AliasRename[] {
   return Object.freeze(

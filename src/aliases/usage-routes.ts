@@ -56,6 +56,7 @@ function writeInSlices(res: ServerResponse, prefix: string, listing: UsageRankin
  * padded forms, which `Number` would have read as 0 or as some other number.
  * @param raw The `limit` query parameter, decoded (`URLSearchParams.get`), or `null` when absent.
  * @returns The number of consumers to list, or `undefined` for the whole table.
+ * @throws Nothing.
  */
 export function listingLimit(raw: string | null): number | undefined {
   return raw !== null && /^[0-9]{1,9}$/.test(raw) ? Number(raw) : undefined;
@@ -77,8 +78,10 @@ export const USAGE_PATH = '/aliases/usage';
  * @param now The clock, ms since the epoch: `since` is when the table was created or last reset.
  * @param onReset Told of each reset: the requests and consumers the table held, its `since`, and the
  *   admin client's address.
- * @returns The two routes, for {@link ProxyPlugin.adminRoutes} (the core answers `HEAD` as `GET`, other
- *   methods with 405).
+ * @returns The two routes, for a plugin's `adminRoutes` (`ProxyPlugin`, proxy/types.ts; the core answers
+ *   `HEAD` as `GET`, other methods with 405).
+ * @throws Nothing (it calls `now` once). The handlers throw only a `RangeError` from
+ *   `toISOString` when `now` returned no valid time (the core answers a thrown error with 500).
  * @example
  * const plugin = { name: 'aliases', adminRoutes: usageRoutes(usage, Date.now), onRequest };
  */

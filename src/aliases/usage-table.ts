@@ -131,6 +131,7 @@ export class UsageTable {
   private total = 0;
 
   /**
+   * An empty table.
    * @param capacity Most consumers tracked (`CONSUMER_TABLE_SIZE`), a positive integer.
    * @throws {RangeError} for a capacity that is not a positive integer.
    */
@@ -150,7 +151,13 @@ export class UsageTable {
     return this.total;
   }
 
-  /** Counts one aliased request. */
+  /**
+   * Counts one aliased request; when the table is full, the newcomer replaces the consumer with the
+   * smallest count and inherits it (space-saving).
+   * @param event The consumer, its aliases, client version, User-Agent token and time (`at`, ms since
+   *   the epoch).
+   * @throws Nothing.
+   */
   record(event: UsageEvent): void {
     this.total++;
     let entry = this.byConsumer.get(event.consumer);
@@ -182,6 +189,9 @@ export class UsageTable {
   /**
    * Adds aliases to a request already {@link record recorded} (a request may use aliases in its query
    * and then in its body) without counting the request again. No-op for an untracked consumer.
+   * @param consumer The consumer id, as recorded.
+   * @param aliases The aliases the request used.
+   * @throws Nothing.
    */
   addAliases(consumer: string, aliases: readonly string[]): void {
     const entry = this.byConsumer.get(consumer);
@@ -197,6 +207,8 @@ export class UsageTable {
    * The `limit` consumers with the highest counts, highest first (ties: the smaller `error`, then the
    * most recent, first).
    * @param limit Most entries returned (default: all tracked).
+   * @returns The consumers' descriptions, as {@link ranking}'s `slice(0, length)`.
+   * @throws {RangeError} as {@link ranking}'s `slice`.
    */
   top(limit = this.capacity): ConsumerUsage[] {
     const ranking = this.ranking(limit);
@@ -214,6 +226,8 @@ export class UsageTable {
    * described as it was.
    * @param limit Most consumers listed (default: all tracked).
    * @returns `length`, the consumers listed, and `slice(from, to)`, their descriptions in that range.
+   * @throws Nothing itself; `slice` throws {RangeError} (`toISOString`) when a recorded `at` is not a
+   *   valid time (never for `Date.now()`).
    * @example
    * const listing = table.ranking();
    * for (let at = 0; at < listing.length; at += 500) send(listing.slice(at, at + 500));
@@ -262,6 +276,7 @@ export class UsageTable {
    * @param limit Most consumers returned (the gauge's 10).
    * @returns `{ consumer, count }`, at most `limit` of them; `count` the guaranteed number of aliased
    *   requests (at least this many); none for a `limit` below 1.
+   * @throws Nothing.
    * @example
    * table.guaranteed(10); // [{ consumer: 'team-a', count: 1200 }, …]
    */
@@ -280,7 +295,7 @@ export class UsageTable {
     return kept.map(({ consumer, count }) => ({ consumer, count }));
   }
 
-  /** Forgets every consumer. */
+  /** Forgets every consumer and the count of requests recorded. Never throws. */
   reset(): void {
     this.byConsumer.clear();
     this.heap.length = 0;

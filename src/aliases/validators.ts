@@ -17,6 +17,8 @@ import { entityTags, patchedEtag } from '../proxy/validators.ts';
  * (outgoing-request.ts), so such a 304 now answers a `*` only.
  * @param ifNoneMatch The client's `If-None-Match`.
  * @param etag The 304's `ETag`.
+ * @returns `true` when the 304 must keep the upstream's strong tag.
+ * @throws Nothing.
  * @example
  * revalidatesUnpatched('"p1"', '"p1"'); // → true: an image, say, never patched
  * revalidatesUnpatched('W/"v1+patched"', '"v1"'); // → false: the patched JSON the client holds

@@ -15,6 +15,7 @@ import type { AliasSettings } from './config.ts';
  * @param settings The alias layer's settings (`enabled`, `sunsetVersion`).
  * @param clientVersion The parsed client version; `undefined` on public paths and preflights.
  * @returns `true` when the layer is on and the client is strictly below the sunset version.
+ * @throws Nothing (`semver.lt` of two parsed versions).
  * @example
  * wantsAliases({ enabled: true, sunsetVersion: new SemVer('1.0.0') }, new SemVer('0.59.0')); // true
  */

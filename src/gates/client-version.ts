@@ -19,6 +19,8 @@ const STRICT_SEMVER =
  * `0.59.0.dev20260101` (read as `0.59.0-dev.20260101`). Rejects `v0.59.0`, `0.59`, surrounding spaces.
  * @param value The header value as received, or `undefined` when absent.
  * @returns The parsed version, or `undefined` when absent, empty or not a version.
+ * @throws Nothing (`semver.parse` returns `null` where `SemVer` would throw, e.g. a component beyond
+ *   `Number.MAX_SAFE_INTEGER`).
  */
 export function parseClientVersion(value: string | string[] | undefined): SemVer | undefined {
   if (typeof value !== 'string' || value.length === 0 || value.length > 256) return undefined;
@@ -31,6 +33,10 @@ export function parseClientVersion(value: string | string[] | undefined): SemVer
 /**
  * Whether `version` is below `minimum` (prereleases count as below their release:
  * `1.0.0-rc.1` < `1.0.0`, as `semver.lt` compares; `semver.satisfies` would not).
+ * @param version The client's version.
+ * @param minimum `MIN_CLIENT_VERSION`, or `undefined` when none is set.
+ * @returns `true` when a minimum is set and `version` is strictly below it.
+ * @throws Nothing.
  */
 export function isBelow(version: SemVer, minimum: SemVer | undefined): boolean {
   return minimum !== undefined && lt(version, minimum);
@@ -119,6 +125,10 @@ function unreadableVersionMessage(
 /**
  * The outdated-client warning (SPEC §6): `299 - "client <v> is older than service <s>; please upgrade"`
  * when both versions are known and the client's is lower; else `undefined`.
+ * @param client The client's version (`state.exchange.clientVersion`), or `undefined`.
+ * @param service The service's version (configured or learned), or `undefined`.
+ * @returns The `Warning` field value, or `undefined`.
+ * @throws Nothing.
  */
 export function outdatedClientWarning(
   client: SemVer | undefined,

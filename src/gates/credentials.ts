@@ -30,13 +30,19 @@ export type CredentialVerdict = 'api-key' | 'cookies' | { problem: string };
  * test/security/cookie-json-confusion.test.ts). A cookie named `__proto__` is dropped by the parser.
  * @param header The `Cookie` header (Node joins repeated headers with `; `), or `undefined`.
  * @returns Name → value, on a prototype-less object (a cookie named `__proto__` is just a name).
+ * @throws Nothing for a string or `undefined` (the parser keeps an undecodable value as sent).
  */
 export function parseCookies(header: string | undefined): Readonly<Record<string, string | undefined>> {
   const jar: Record<string, string | undefined> = Object.create(null);
   return header === undefined ? jar : Object.assign(jar, parseCookie(header));
 }
 
-/** The `Cookie` header as the upstream will get it (absent when `Connection` names it: {@link forwardedValue}). */
+/**
+ * The `Cookie` header as the upstream will get it (absent when `Connection` names it: {@link forwardedValue}).
+ * @param headers Request headers (lower-cased names, as Node parses them).
+ * @returns The header's value, or `undefined` when absent, named by `Connection`, or not one string.
+ * @throws Nothing.
+ */
 export function forwardedCookie(headers: IncomingHttpHeaders): string | undefined {
   const cookie = forwardedValue(headers, 'cookie');
   return typeof cookie === 'string' ? cookie : undefined;
@@ -52,6 +58,7 @@ export function forwardedCookie(headers: IncomingHttpHeaders): string | undefine
  * @param apiKeyHeader Lower-cased header name (`API_KEY_HEADER`).
  * @returns The trimmed key, or `undefined` when the header is absent, not one string, only whitespace,
  *   or named by `Connection` (the forwarder drops it: {@link forwardedValue}).
+ * @throws Nothing.
  * @example
  * apiKeyOf({ 'x-api-key': ' k ' }, 'x-api-key'); // 'k'
  * apiKeyOf({ 'x-api-key': '\u00a0' }, 'x-api-key'); // undefined
@@ -69,6 +76,7 @@ export function apiKeyOf(headers: IncomingHttpHeaders, apiKeyHeader: string): st
  * @param cookies Parsed cookies ({@link parseCookies}); only consulted when no API key is sent.
  * @param rules Cookie names and API-key header.
  * @returns Which credential admitted the request, or the problem for the 401 message.
+ * @throws Whatever `cookies` throws ({@link parseCookies} throws nothing); nothing of its own.
  */
 export function checkCredentials(
   req: Pick<IncomingMessage, 'headers' | 'rawHeaders'>,
@@ -101,6 +109,7 @@ export function checkCredentials(
  * @param req The request's headers.
  * @param rules Cookie names and API-key header.
  * @returns `key:<api key>`, `cookies:<value>;<value>`, or `undefined`.
+ * @throws Nothing.
  * @example
  * credentialIdentity({ headers: { 'x-api-key': ' k ' } }, rules) // → 'key:k'
  */

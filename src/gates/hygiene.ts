@@ -27,6 +27,7 @@ function percentDecodeBytes(text: string): string {
  * encodings), no encoded slash or backslash, no backslash, no NUL or other control character.
  * @param target The raw request target, e.g. `/missions/1?x=y`.
  * @returns `undefined` when clean, else the message for a 400.
+ * @throws Nothing.
  */
 export function checkRequestTarget(target: string): string | undefined {
   if (target.charCodeAt(0) !== 0x2f /* / */) {
@@ -72,6 +73,7 @@ export function checkRequestTarget(target: string): string | undefined {
  * @param headers The parsed request headers.
  * @param httpVersion The request's version, e.g. `1.1` (Node's `req.httpVersion`).
  * @returns `undefined` when the framing is unambiguous, else the message for a 400.
+ * @throws Nothing.
  */
 export function checkFraming(headers: IncomingHttpHeaders, httpVersion = '1.1'): string | undefined {
   const length = headers['content-length'];
@@ -99,6 +101,7 @@ export function checkFraming(headers: IncomingHttpHeaders, httpVersion = '1.1'):
  * keeps the first and drops the others, where another server may read the last.
  * @param rawHeaders The request's flat raw header list (`[name, value, …]`).
  * @returns `undefined` when there is at most one, else the message for a 400.
+ * @throws Nothing.
  */
 export function checkSingleHost(rawHeaders: readonly string[]): string | undefined {
   return headerCount(rawHeaders, 'host') > 1 ? 'Send exactly one Host header.' : undefined;
@@ -124,6 +127,7 @@ const HOST_COMMA_MESSAGE =
  * @param httpVersion The request's version, e.g. `1.1`: without `Host`, only HTTP/1.0 passes (its
  *   clients, such as load-balancer health checks, may omit it).
  * @returns `undefined` when valid (or absent from an HTTP/1.0 request), else the message for a 400.
+ * @throws Nothing.
  */
 export function checkHost(host: string | undefined, httpVersion = '1.1'): string | undefined {
   if (host === undefined) {
@@ -145,6 +149,7 @@ export function checkHost(host: string | undefined, httpVersion = '1.1'): string
  * @param expect The `Expect` header, absent for most requests.
  * @param httpVersion The request's version, e.g. `1.1`.
  * @returns `undefined` when there is nothing to refuse, else the message for a 417.
+ * @throws Nothing.
  */
 export function checkExpectation(expect: string | undefined, httpVersion = '1.1'): string | undefined {
   if (expect === undefined || isHttp10OrOlder(httpVersion)) return undefined;
@@ -161,6 +166,7 @@ export function checkExpectation(expect: string | undefined, httpVersion = '1.1'
  * version; RFC 9112 §2.3).
  * @param httpVersion The request's version, e.g. `1.1` (Node's `req.httpVersion`).
  * @returns `undefined` for 1.1, 1.0 and 0.9, else the message for a 505.
+ * @throws Nothing.
  */
 export function checkHttpVersion(httpVersion: string): string | undefined {
   if (httpVersion === '1.1' || isHttp10OrOlder(httpVersion)) return undefined;
@@ -169,7 +175,9 @@ export function checkHttpVersion(httpVersion: string): string | undefined {
 
 /**
  * Whether the request asks for a protocol upgrade (WebSocket, h2c), which the shim does not support.
+ * @param headers The parsed request headers.
  * @returns `true` when an `Upgrade` header is present.
+ * @throws Nothing.
  */
 export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
   return headers.upgrade !== undefined;
@@ -177,6 +185,8 @@ export function isUpgradeRequest(headers: IncomingHttpHeaders): boolean {
 
 /**
  * The hygiene gate for one request.
+ * @param target The raw request target (`req.url`), e.g. `/missions/1?x=y`.
+ * @param headers The parsed request headers.
  * @param rawHeaders The raw header list, for {@link checkSingleHost} (skipped when omitted).
  * @param httpVersion The request's version (default `1.1`), for {@link checkHttpVersion},
  *   {@link checkFraming}, {@link checkHost} and {@link checkExpectation}.
@@ -205,6 +215,8 @@ export function assertHygiene(
 
 /**
  * The hygiene gate: {@link assertHygiene} on the raw request target, headers, raw headers and version.
+ * @param req The request (`url`, `headers`, `rawHeaders`, `httpVersion`); a missing `url` is read as
+ *   `''`, which is refused as not origin-form.
  * @throws {ShimError} `http_version` (505), `hygiene` (400), `expectation` (417) or `upgrade` (501).
  */
 export const hygieneGate: Gate = (req) => {

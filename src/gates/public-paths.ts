@@ -20,6 +20,7 @@ export interface PublicPaths {
  * @param rules Exact entries and prefixes.
  * @returns `(path) => boolean` for a raw path without the query (already hygiene-checked, so it has
  * no dot segments or encoded slashes that could step out of a prefix).
+ * @throws Nothing (nor does the predicate).
  * @example
  * const isPublic = publicPathMatcher({ exact: ['/api/health'], prefixes: ['/static/'] });
  * isPublic('/api/health/'); // true
@@ -44,6 +45,10 @@ export function publicPathMatcher(rules: PublicPaths): (path: string) => boolean
  * Whether a request is a CORS preflight (Fetch standard, "CORS-preflight request"): `OPTIONS` with
  * `Origin` and `Access-Control-Request-Method`, and no body. Browsers send neither cookies nor custom headers on a
  * preflight, so it cannot pass the version and credential gates and is forwarded unchecked.
+ * @param method The request method as Node parsed it (upper case).
+ * @param headers The request's parsed headers (lower-cased names).
+ * @returns `true` for a preflight.
+ * @throws Nothing.
  */
 export function isPreflight(method: string, headers: IncomingHttpHeaders): boolean {
   return (

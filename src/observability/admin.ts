@@ -58,6 +58,9 @@ export const ADMIN_TIMEOUTS = Object.freeze({
  * that never read took the shim over 500 MiB and kept `/healthz` 12 s from its answer
  * (docs/reliability.md fix 127). Memory per connection: one response.
  * @param options The registry and the two state callbacks.
+ * @returns The server, not yet listening. A route's or callback's error is caught per request (500,
+ *   or the connection destroyed once the head is sent) and told to `options.onError`.
+ * @throws Nothing.
  * @example
  * const admin = createAdminServer({ registry, upstreamReachable: () => probeUpstream(url, 1000), draining: () => false });
  * admin.listen(9090);
@@ -160,6 +163,10 @@ export interface ProbeOptions {
  * @param timeoutMs Give up after this many ms (name resolution, connection and response headers).
  * @param options Agent, header callback and the cause of a failure.
  * @returns `true` when reachable; never rejects.
+ * @throws {TypeError} (synchronously, not as a rejection) when the health URL cannot be built: the
+ *   path is joined to `upstream` as a relative reference, so a path starting with `//` is read as
+ *   another authority (`http://h//[x` throws; `http://h//other/p` probes `http://other/p/api/health`).
+ * @throws {Error} for an `upstream` neither `http:` nor `https:` ({@link upstreamRequest}).
  */
 export function probeUpstream(
   upstream: URL,

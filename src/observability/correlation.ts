@@ -25,6 +25,7 @@ const ZEROS = /^0+$/;
  * @param value `req.headers['x-request-id']` (Node joins repeated field lines with `, `).
  * @returns The value when it is 1–128 visible ASCII characters; `undefined` when absent, repeated,
  *   empty, too long or holding other bytes (not logged: a log line is not the place for a client's 16 KiB).
+ * @throws Nothing.
  * @example
  * requestIdOf('b7ad6b7169203331') // → 'b7ad6b7169203331'
  * requestIdOf('a, b') // → undefined (two field lines)
@@ -39,6 +40,7 @@ export function requestIdOf(value: string | string[] | undefined): string | unde
  * @returns The 32 lower-case hex digits of its trace id; `undefined` when the field is absent, repeated
  *   or invalid (version `ff`, version 00 with more fields, an all-zero trace or parent id, upper-case
  *   hex, wrong lengths), as a tracer would ignore it (§3.2.2).
+ * @throws Nothing.
  * @example
  * traceIdOf('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01') // → '4bf92f3577b34da6a3ce929d0e0e4736'
  */

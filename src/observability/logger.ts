@@ -26,6 +26,8 @@ export const REDACTED_PATHS: readonly string[] = Object.freeze([
  * @param level A pino level name.
  * @param extraRedactions More paths to censor (e.g. a configured API-key header name).
  * @param destination Where lines go (default: stdout, {@link stdoutPerTurn}); tests pass a memory stream.
+ * @returns The pino logger.
+ * @throws {Error} from pino for an unknown `level` or a malformed redaction path (e.g. `a..b`).
  */
 export function createLogger(
   level: string,
@@ -57,6 +59,7 @@ const redactionOf = new WeakMap<Logger, readonly string[]>();
  * never writes. Otherwise, and for a logger {@link createLogger} did not make, `logger` itself.
  * @param logger A logger from {@link createLogger}.
  * @returns `(line) => Logger`, pure and cheap (a few property checks per line).
+ * @throws Nothing (nor does the returned function).
  * @example
  * const pick = loggerForLine(logger);
  * pick({ req: { method: 'GET', path: '/x' } }).info(line, 'request completed'); // no redaction pass
@@ -109,6 +112,8 @@ function redactionReach(paths: readonly string[]): Record<string, true | string[
  * integer number of ms is formatted in full (and a NaN throws `RangeError`, as pino's does).
  * @param now The clock, ms since the epoch (default `Date.now`; tests pass a fake one).
  * @returns A pino `timestamp` function.
+ * @throws Nothing itself; the returned function throws {RangeError} when `now()` is not a valid time
+ *   (NaN, ±Infinity, beyond ±8.64e15 ms).
  * @example
  * isoTimePerSecond(() => 1)() // → ',"time":"1970-01-01T00:00:00.001Z"'
  */

@@ -222,6 +222,9 @@ const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /**
  * Creates the registry and the core metrics.
  * @param withProcessMetrics Also collect prom-client's default process metrics (off in unit tests).
+ * @returns A new registry with the core counters and histograms (durations in seconds), the
+ *   `upstreamErrors`/`rejections`/`patchesSkipped` series started at 0, and fresh {@link RouteLabels}.
+ * @throws Nothing: each call registers on a registry of its own.
  */
 export function createMetrics(withProcessMetrics = true): CoreMetrics {
   const registry = new Registry();
@@ -284,7 +287,12 @@ export function createMetrics(withProcessMetrics = true): CoreMetrics {
 /** Methods used as label values; anything else is counted as `OTHER`. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/** Bounded method label. */
+/**
+ * Bounded method label.
+ * @param method The request method as Node parsed it.
+ * @returns The method when it is one of `GET HEAD POST PUT PATCH DELETE OPTIONS`, else `OTHER`.
+ * @throws Nothing.
+ */
 export function methodLabel(method: string): string {
   return METHODS.has(method) ? method : 'OTHER';
 }
@@ -300,6 +308,8 @@ const ID_SEGMENT =
  * not a bounded label by itself (a client chooses its first segments): {@link RouteLabels} decides
  * which shapes become labels.
  * @param path Raw path without query.
+ * @returns The shape, e.g. `/missions/:id/metadata`; `/` when no segment is left.
+ * @throws Nothing.
  */
 export function routeShape(path: string): string {
   // The segments after the first three slashes' starts, as `path.split('/').slice(1, 4)` would give
@@ -349,6 +359,9 @@ export interface RouteOutcome {
  * Whether an exchange is evidence that its route exists: only a 2xx or 3xx the upstream sent itself.
  * A 4xx is not (the upstream rejected the path, the query, the body or the credentials: anyone can
  * produce one, e.g. a 400 for `/missions/<garbage>`), nor a 5xx, nor anything the shim answered.
+ * @param outcome The status sent and whether the shim answered itself.
+ * @returns `true` for a 2xx or 3xx from the upstream.
+ * @throws Nothing.
  */
 export function mayLearnRoute(outcome: RouteOutcome): boolean {
   return !outcome.rejected && outcome.status >= 200 && outcome.status < 400;
@@ -370,6 +383,11 @@ export class RouteLabels {
   readonly #introduced = new Map<string, number>();
   readonly #limits: { maxClasses: number; maxPerConsumer: number };
 
+  /**
+   * No class learned yet.
+   * @param limits Most classes per runtime and per consumer (default {@link ROUTE_LABEL_LIMITS}).
+   * @throws Nothing.
+   */
   constructor(limits: { maxClasses: number; maxPerConsumer: number } = ROUTE_LABEL_LIMITS) {
     this.#limits = limits;
   }
@@ -379,7 +397,12 @@ export class RouteLabels {
     return this.#known.size;
   }
 
-  /** The label of a shape already learned, else `other`; never learns. */
+  /**
+   * The label of a shape already learned, else `other`; never learns.
+   * @param shape From {@link routeShape}.
+   * @returns `shape` or `other`.
+   * @throws Nothing.
+   */
   known(shape: string): string {
     return this.#known.has(shape) ? shape : 'other';
   }
@@ -391,6 +414,8 @@ export class RouteLabels {
    * @param consumer Who sent it (e.g. from `credentialIdentity` in gates/credentials.ts), `undefined` for
    *   unauthenticated requests (public paths, preflights), which share one budget. Called only for
    *   unknown shapes, so the hot path never hashes.
+   * @returns `shape` when it is (or has just been) learned, else `other`.
+   * @throws Whatever `consumer` throws; nothing of its own.
    */
   label(shape: string, outcome: RouteOutcome, consumer: () => string | undefined): string {
     if (this.#known.has(shape)) return shape;

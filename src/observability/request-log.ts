@@ -34,6 +34,8 @@ import { loggerForLine } from './logger.ts';
  * @param logger The process logger.
  * @returns `(req, res, arrived, onFinish?)`: `arrived` is `performance.now()` at arrival, in ms;
  *   `onFinish` runs when the response finished, just before its line is written (not for an abort).
+ * @throws Nothing (nor does the returned function, which only adds listeners); what `onFinish` throws
+ *   is thrown from the response's `finish` event, and that line is not written.
  */
 export function createRequestLog(
   logger: Logger,
@@ -113,6 +115,7 @@ const PARAMETER_VALUE = /(;[^/;=]*=)[^/;]*/g;
  * still seen as sent. Pure; an origin-form path with none of these is returned as it is (three scans).
  * @param target The request target (`req.url`), or a path without its query (`Exchange.path`).
  * @returns The path to log.
+ * @throws Nothing.
  * @example logPath('/missions;jsessionid=8F3A/metadata') // → '/missions;jsessionid=/metadata'
  * @example logPath('http://alice:p/w?d@shim.test/missions?x=1') // → 'http://shim.test/missions'
  */

@@ -42,6 +42,7 @@ export function createBufferBudget(limit: number): BufferBudget {
  * responses of other clients (`budget_exhausted`); patches may use the whole budget.
  * @param budget The process-wide budget.
  * @returns The ceiling, in bytes, for {@link Reservation}s of request bodies.
+ * @throws Nothing.
  */
 export function requestBodyCeiling(budget: BufferBudget): number {
   return requestBodyShare(budget.limit);
@@ -52,6 +53,7 @@ export function requestBodyCeiling(budget: BufferBudget): number {
  * the largest body to rewrite fits (`src/config.ts`).
  * @param limit `MAX_BUFFERED_BYTES`, in bytes.
  * @returns The bytes request bodies may hold together.
+ * @throws Nothing.
  */
 export function requestBodyShare(limit: number): number {
   return Math.floor((limit * 3) / 4);
@@ -68,6 +70,7 @@ export function requestBodyShare(limit: number): number {
  * fix 89).
  * @param budget The process-wide budget.
  * @returns The ceiling, in bytes, on the budget's total use for reservations of reusable buffers.
+ * @throws Nothing.
  */
 export function reusableOutputCeiling(budget: BufferBudget): number {
   return Math.floor(budget.limit / 4);
@@ -79,6 +82,7 @@ export function reusableOutputCeiling(budget: BufferBudget): number {
  * @param bytes Bytes to reserve (non-negative).
  * @returns false, reserving nothing, when the budget's use would pass the ceiling (the caller then
  *   simply does not keep the buffer).
+ * @throws Nothing.
  */
 export function tryReserveReusable(budget: BufferBudget, bytes: number): boolean {
   return budget.used + bytes <= reusableOutputCeiling(budget) && budget.tryReserve(bytes);
@@ -93,6 +97,13 @@ export class Reservation {
   private held = 0;
   private readonly budget: BufferBudget;
   private readonly ceiling: number;
+  /**
+   * An empty reservation.
+   * @param budget The process-wide budget it reserves from.
+   * @param ceiling The budget's total use, in bytes, up to which it may grow (default: the whole
+   *   budget; request bodies: {@link requestBodyCeiling}).
+   * @throws Nothing.
+   */
   constructor(budget: BufferBudget, ceiling = budget.limit) {
     this.budget = budget;
     this.ceiling = ceiling;
@@ -101,6 +112,8 @@ export class Reservation {
   /**
    * Whether `bytes` more would fit now (the budget's total use within the ceiling), reserving nothing.
    * @param bytes Bytes the caller may need.
+   * @returns `true` when the budget's use plus `bytes` stays within the ceiling.
+   * @throws Nothing.
    */
   fits(bytes: number): boolean {
     return this.budget.used + bytes <= this.ceiling;
@@ -113,7 +126,9 @@ export class Reservation {
 
   /**
    * Reserves `bytes` more.
+   * @param bytes Bytes to reserve (non-negative).
    * @returns false (and reserves nothing) when the budget has no room.
+   * @throws Nothing.
    */
   grow(bytes: number): boolean {
     if (!this.fits(bytes) || !this.budget.tryReserve(bytes)) return false;
@@ -125,6 +140,7 @@ export class Reservation {
    * Gives `bytes` of what is held back to the budget (at most what is held): the end of a use that
    * needed room only for a while, such as a decoder's working memory.
    * @param bytes Bytes to give back (non-negative).
+   * @throws Nothing.
    */
   shrink(bytes: number): void {
     const given = Math.min(bytes, this.held);
@@ -139,6 +155,7 @@ export class Reservation {
    * was all sent leaves the rest queued in its socket (upstream-attempt.ts; docs/reliability.md fix
    * 111).
    * @returns The new reservation, holding what this one held.
+   * @throws Nothing.
    */
   transfer(): Reservation {
     const moved = new Reservation(this.budget, this.ceiling);
@@ -147,7 +164,7 @@ export class Reservation {
     return moved;
   }
 
-  /** Returns everything held to the budget. Idempotent. */
+  /** Returns everything held to the budget. Idempotent; never throws. */
   release(): void {
     if (this.held === 0) return;
     this.budget.release(this.held);

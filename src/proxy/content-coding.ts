@@ -43,6 +43,7 @@ export const DECODER_WINDOW_BYTES: Readonly<Record<SupportedCoding, number>> = O
  * @param coding The body's coding.
  * @param head The body's first bytes (14 are enough for every coding).
  * @returns Bytes.
+ * @throws Nothing (missing bytes count as "not said").
  * @example declaredWindowBytes('br', zlib.brotliCompressSync('{}')) // → 4194304 (WBITS 22, Node's default)
  */
 export function declaredWindowBytes(coding: SupportedCoding, head: Uint8Array): number {
@@ -135,8 +136,10 @@ export type SupportedCoding = (typeof SUPPORTED_CODINGS)[number];
 
 /**
  * Reads a `Content-Encoding` header value.
+ * @param value The header value, or `undefined` when absent (identity).
  * @returns The single supported coding (RFC 9110 §8.4.1; `zstd`: RFC 8878 §7.2), or `undefined` for
  * anything else (stacked codings, `compress`, …), in which case the body is forwarded unpatched.
+ * @throws Nothing.
  * @example supportedCoding('x-gzip') // → 'gzip'
  */
 export function supportedCoding(value: string | undefined): SupportedCoding | undefined {
@@ -222,6 +225,8 @@ export async function encodeBody(body: Buffer, coding: SupportedCoding): Promise
  * @returns A Transform (encoded bytes in, decoded bytes out); it emits `error` (zlib's `Z_*`,
  *   brotli's `ERR__*` or zstd's `ZSTD_error_*` code) for invalid data, and for a zstd window over
  *   {@link ZSTD_WINDOW_LOG_MAX}.
+ * @throws Nothing itself: the zlib decoder is created at the body's first two bytes, so zlib's
+ *   `ERR_ZLIB_INITIALIZATION_FAILED` (no memory for its state) would be thrown from within that write.
  */
 export function createDecoder(coding: SupportedCoding): Transform | undefined {
   switch (coding) {
@@ -248,6 +253,9 @@ export function createDecoder(coding: SupportedCoding): Transform | undefined {
  * response: gzip and deflate at level 1 ({@link RECODE_ZLIB_LEVEL}), brotli at quality 4
  * ({@link RECODE_BROTLI_QUALITY}) and zstd at level 1 ({@link RECODE_ZSTD_LEVEL}), both with a 256 KiB window;
  * {@link CODING_CHUNK_BYTES} output buffers. `undefined` for identity.
+ * @param coding The coding from {@link supportedCoding}.
+ * @returns A Transform (decoded bytes in, encoded bytes out), or `undefined` for identity.
+ * @throws {Error} zlib's `ERR_ZLIB_INITIALIZATION_FAILED` when it cannot allocate its state.
  */
 export function createEncoder(coding: SupportedCoding): Transform | undefined {
   switch (coding) {
@@ -298,6 +306,10 @@ const FLUSH_KIND = {
 
 /**
  * Whether two bytes start a zlib stream (RFC 1950 §2.2: CM = 8, and CMF·256 + FLG a multiple of 31).
+ * @param cmf The first byte (0–255).
+ * @param flg The second byte (0–255).
+ * @returns `true` for a zlib header; `false` means raw deflate.
+ * @throws Nothing.
  * @example looksLikeZlib(0x78, 0x9c) // → true
  */
 export function looksLikeZlib(cmf: number, flg: number): boolean {
@@ -314,6 +326,7 @@ const SKIPPABLE_MAGIC_TAIL = Buffer.from([0x2a, 0x4d, 0x18]);
  * a skippable frame's (0x184D2A50–0x184D2A5F), or the beginning of either when the chunk ended inside it.
  * @param rest The bytes after the end of a frame, at least one.
  * @returns `true` when they (may) begin a frame: the decoder goes on with a new inner decoder.
+ * @throws Nothing.
  * @example startsZstdFrame(Buffer.from([0x28, 0xb5])) // → true: a frame's magic, cut by the chunk
  */
 export function startsZstdFrame(rest: Buffer): boolean {

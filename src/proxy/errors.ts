@@ -104,6 +104,12 @@ export class ShimError extends Error {
   /** Metric label / log field for why the request was rejected. */
   readonly reason: RejectionReason;
 
+  /**
+   * A refusal to answer with the reason's status.
+   * @param reason Why the request is refused; decides {@link statusCode} (`REJECTION_STATUS`).
+   * @param message What is wrong and how to fix it: the JSON error's `message`, sent to the client.
+   * @throws Nothing.
+   */
   constructor(reason: RejectionReason, message: string) {
     super(message);
     this.name = 'ShimError';
@@ -117,6 +123,7 @@ export class ShimError extends Error {
  * @param statusCode HTTP status (e.g. 401).
  * @param message What is wrong and how to fix it.
  * @returns UTF-8 JSON bytes `{"statusCode":401,"message":"…","error":"Unauthorized"}`.
+ * @throws Nothing.
  */
 export function errorBody(statusCode: number, message: string): Buffer {
   return Buffer.from(
@@ -134,6 +141,7 @@ export function errorBody(statusCode: number, message: string): Buffer {
  * @param extra Headers to add after the framing (service version, warnings, CORS), flat `[name, value, …]`.
  * @returns `headers`, flat: `Content-Type`, `Content-Length`, `Cache-Control`, then `extra` (a new
  *   array: the caller may push `Connection: close`); `body` from {@link errorBody}.
+ * @throws Nothing.
  * @example
  * errorHead(504, 'The upstream service did not respond in time.', ['Service-Version', '0.60.0']).headers
  * // → ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', '102',

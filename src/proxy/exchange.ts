@@ -47,6 +47,7 @@ export interface ExchangeState {
  * @param startedAt `performance.now()` at arrival, in ms (monotonic clock; see
  *   {@link ExchangeState.startedAt}); durations are measured from it with the same clock.
  * @returns A fresh state; `route` is `unknown` until the response finishes.
+ * @throws Nothing.
  * @example
  * createExchangeState(req, performance.now()).exchange.path // '/missions' for `GET /missions?skip=1`
  */
@@ -85,8 +86,10 @@ export type Gate = (req: IncomingMessage, state: ExchangeState) => void;
 
 /**
  * The state of a request, as the first middleware stored it (app.ts, on `res.locals.shim`).
+ * @param res The response of the exchange.
  * @returns The state, or `undefined` for a response that middleware has not seen (an error raised
  *   before it, a response outside the pipeline): callers check.
+ * @throws Nothing.
  */
 export function stateOf(res: ServerResponse): ExchangeState | undefined {
   return (res as ServerResponse & { locals?: { shim?: ExchangeState } }).locals?.shim;

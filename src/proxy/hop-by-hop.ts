@@ -28,6 +28,7 @@ const CLOSE: readonly string[] = Object.freeze(['close']);
  * The common values (`keep-alive`, `close`) cost no splitting and no new array.
  * @param connection The header value(s), e.g. `Keep-Alive, X-Foo`.
  * @returns The options, e.g. `['keep-alive', 'x-foo']` (read-only: may be shared).
+ * @throws Nothing.
  */
 export function connectionOptions(connection: string | string[] | undefined): readonly string[] {
   if (connection === undefined) return NO_OPTIONS;
@@ -46,6 +47,8 @@ export function connectionOptions(connection: string | string[] | undefined): re
  * Names of the fields a `Connection` header value lists (RFC 9110 §7.6.1), lower-cased: its
  * {@link connectionOptions} but `close` and `keep-alive`.
  * @param connection The header value(s), e.g. `keep-alive, X-Foo`.
+ * @returns The names, e.g. `['x-foo']` (read-only: may be shared).
+ * @throws Nothing.
  */
 export function connectionTokens(connection: string | string[] | undefined): readonly string[] {
   // The common values name nothing (an upstream sends `keep-alive` on every response).
@@ -62,6 +65,8 @@ export function connectionTokens(connection: string | string[] | undefined): rea
  * admit a request that reached the upstream with neither.
  * @param headers Request headers (lower-cased names, as Node parses them).
  * @param name Lower-cased header name.
+ * @returns `headers[name]`, or `undefined` when `Connection` names it.
+ * @throws Nothing.
  * @example
  * forwardedValue({ 'x-api-key': 'k', connection: 'x-api-key' }, 'x-api-key'); // undefined
  */
@@ -77,6 +82,7 @@ export function forwardedValue(headers: IncomingHttpHeaders, name: string): stri
  * @param rawHeaders Flat list of header names and values.
  * @param drop Extra lower-cased names to drop (e.g. `content-length` when the body changes).
  * @returns A new flat list.
+ * @throws Nothing.
  */
 export function endToEndRawHeaders(rawHeaders: readonly string[], drop?: ReadonlySet<string>): string[] {
   let listed: Set<string> | undefined;

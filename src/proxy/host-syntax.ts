@@ -20,6 +20,7 @@ const IP_FUTURE = /^v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+$/;
  * valid (RFC 9110 §7.2: a target URI without authority); callers that need a host check that apart.
  * @param value The header value (or one element of a list), without surrounding whitespace.
  * @returns `true` when it matches the grammar.
+ * @throws Nothing.
  * @example
  * isHostSyntax('[::1]:8080') // → true
  * isHostSyntax('evil.test/reset?to=x') // → false

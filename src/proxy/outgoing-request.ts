@@ -51,7 +51,8 @@ const BODILESS_BY_DEFAULT: ReadonlySet<string> = new Set([
  * @param method The request method, e.g. `POST` (upper case, as Node parsed it).
  * @param headers The client's parsed headers (lower-cased names).
  * @param rewrittenLength Length in bytes of the body the shim will send instead, when it rewrote one.
- * @returns The framing of the upstream request.
+ * @returns The framing of the upstream request (a `length` in bytes).
+ * @throws Nothing.
  * @example
  * requestFraming('POST', { 'transfer-encoding': 'chunked' }) // → { kind: 'chunked' }
  * requestFraming('POST', {}) // → { kind: 'length', length: 0 }
@@ -77,6 +78,7 @@ export function requestFraming(
  * and `00` is 0.
  * @param headers The client's parsed headers (lower-cased names).
  * @returns `true` when there is a body to stream or rewrite.
+ * @throws Nothing.
  * @example
  * hasRequestBody({ 'content-length': '12' }) // → true
  * hasRequestBody({ 'content-length': '00' }) // → false
@@ -202,6 +204,7 @@ const CGI_META_VARIABLES: ReadonlySet<string> = new Set([
  * @param name A lower-cased header name, as Node's `IncomingMessage.headers` has it.
  * @param admission The admission headers' names, lower-cased (see {@link UpstreamHeaderOptions.admissionHeaders}).
  * @returns `true` when the header must not be forwarded.
+ * @throws Nothing.
  * @example
  * isOwnedNameAlias('x_forwarded_for') // → true
  * isOwnedNameAlias('script_name') // → true
@@ -254,6 +257,7 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  *   `invalidForwarded`, the client's forwarding headers dropped for an invalid value (lower-cased
  *   names; absent when none was); `underscored`, the client's headers dropped by
  *   {@link isOwnedNameAlias} (lower-cased, absent when none was).
+ * @throws Nothing.
  * @example
  * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
  * // → { headers: ['host', 'a', 'Transfer-Encoding', 'chunked', 'X-Forwarded-For', '10.0.0.1', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'a'], framing: { kind: 'chunked' } }
@@ -336,6 +340,8 @@ export function buildUpstreamHeaders(
  * the client's origin-form target (after query rewrites).
  * @param prefix The upstream URL's `pathname`, e.g. `/` or `/api/`.
  * @param target Origin-form target, e.g. `/missions?skip=1`.
+ * @returns The target to send upstream.
+ * @throws Nothing.
  * @example
  * upstreamTarget('/api/', '/missions') // → '/api/missions'
  */

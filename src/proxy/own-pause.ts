@@ -25,9 +25,10 @@ export const OWN_PAUSE_MS = 1_000;
  * the deadline is not known, and the time lost after it bounds what the peer could not send (a client
  * whose upload filled the shim's receive window waits for the shim).
  * @param dueAt When the deadline was due (`performance.now()` scale, ms).
- * @param firedAt When its timer ran.
+ * @param firedAt When its timer ran (same scale, ms).
  * @returns The ms to wait more (the lateness), or 0: expired. `postponement(5000, 11000)` is 6000
  *   (stopped for 10 s from 1 s on), `postponement(5000, 5003)` is 0.
+ * @throws Nothing.
  */
 export function postponement(dueAt: number, firedAt: number): number {
   const late = firedAt - dueAt;
@@ -49,8 +50,10 @@ export interface Deadline {
  * postponed deadline runs `onDue` when it fires, however late: a deadline of `ms` acts by `ms` plus
  * twice its first lateness plus its second (docs/reliability.md fix 102).
  * @param onDue What to do when the deadline passed with no progress (answer 504, destroy, abort).
- * @param ms The deadline, from now.
+ * @param ms The deadline, from now, in ms.
  * @returns The deadline, to clear when the peer made it.
+ * @throws Nothing; `onDue` runs from a `setImmediate` callback, so what it throws is an uncaught
+ *   exception.
  */
 export function startDeadline(onDue: () => void, ms: number): Deadline {
   let timer: NodeJS.Timeout | undefined;
@@ -85,6 +88,8 @@ export function startDeadline(onDue: () => void, ms: number): Deadline {
  * progress while the shim was stopped or blocked.
  * @param progress A sample of the sockets' progress (bytes read and sent), compared before and after.
  * @param decide Called with `true` when the sample changed: the peer was not idle.
+ * @throws What `progress` throws on its first sample; nothing of its own. The second sample and
+ *   `decide` run from a `setImmediate` callback, where a throw is an uncaught exception.
  */
 export function afterPendingIo(progress: () => number, decide: (moved: boolean) => void): void {
   const before = progress();

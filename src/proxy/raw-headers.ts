@@ -10,6 +10,8 @@ import type { IncomingMessage } from 'node:http';
  * first, so that most names are told apart without lower-casing them.
  * @param name A name as sent, e.g. `Content-Length`.
  * @param lowerName The name looked for, lower case.
+ * @returns `true` when the names are equal ignoring case.
+ * @throws Nothing.
  */
 export function isHeaderName(name: string, lowerName: string): boolean {
   return name.length === lowerName.length && name.toLowerCase() === lowerName;
@@ -21,6 +23,7 @@ export function isHeaderName(name: string, lowerName: string): boolean {
  * @param rawHeaders Flat `[name, value, …]`.
  * @param lowerName The header name, lower case.
  * @returns The number of field lines with that name.
+ * @throws Nothing.
  * @example
  * headerCount(['Host', 'a', 'host', 'b'], 'host') // → 2
  */
@@ -39,6 +42,7 @@ export function headerCount(rawHeaders: readonly string[], lowerName: string): n
  * @param message The upstream's response (`rawHeaders`, and `headers` for repeated names).
  * @param lowerName The header name, lower case.
  * @returns The value as `message.headers` has it, `undefined` when absent.
+ * @throws Nothing.
  * @example
  * headerValue(upstreamRes, 'vary') // → 'Accept-Encoding' for a response with `Vary: Accept-Encoding`
  */
@@ -69,6 +73,9 @@ function isOws(code: number): boolean {
  * tried `[ \t]+$` from every position of an inner run of whitespace, quadratic in the run's length:
  * ~120 ms of the event loop for one 16 KiB `Transfer-Encoding: a<spaces>b, chunked`, before any
  * credential check (docs/reliability.md fix 82).
+ * @param value A field value or list element.
+ * @returns `value` without leading and trailing SP/HTAB (`value` itself when there are none).
+ * @throws Nothing.
  * @example trimOws('\t chunked ') // → 'chunked'
  */
 export function trimOws(value: string): string {
@@ -84,6 +91,8 @@ export function trimOws(value: string): string {
  * persistent connection unless asked, no `Expect`, no 1xx responses (RFC 9112 §3.2, §6.1, §9.3;
  * RFC 9110 §10.1.1, §15.2).
  * @param httpVersion The request's version, e.g. `1.1` (Node's `IncomingMessage.httpVersion`).
+ * @returns `true` for `1.0` and `0.9`.
+ * @throws Nothing.
  * @example isHttp10OrOlder('1.0') // → true
  */
 export function isHttp10OrOlder(httpVersion: string): boolean {

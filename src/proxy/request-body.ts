@@ -287,6 +287,7 @@ const DRAIN_LIMIT = 64 * 1024;
  * own error then closes the connection).
  * @param req The request.
  * @returns true for a chunked body or a declared length above 64 KiB that has not ended.
+ * @throws Nothing.
  */
 export function hasLargeUnreadBody(req: IncomingMessage): boolean {
   if (req.readableEnded) return false;

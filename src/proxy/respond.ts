@@ -13,6 +13,8 @@ import { exposedNames } from './response-writer.ts';
  * @param message What is wrong and how to fix it.
  * @param extraHeaders Headers to add (service version, warnings), flat: `[name, value, name, value, …]`.
  * @param closeConnection Close the connection after the response (an unread request body remains).
+ * @throws {TypeError} from `res.writeHead` when a name or value of `extraHeaders` is not a valid field
+ *   (`ERR_INVALID_HTTP_TOKEN`, `ERR_INVALID_CHAR`); `RangeError` for a status outside 100–999.
  */
 export function sendError(
   res: ServerResponse,
@@ -33,11 +35,15 @@ export function sendError(
 
 /**
  * Sends a small JSON document the shim makes itself (admin and report routes): `Content-Type:
- * application/json; charset=utf-8`, an exact `Content-Length` and `Cache-Control: no-store` (it
- * describes this process now, RFC 9111 §5.2.2.5).
+ * application/json; charset=utf-8` ({@link JSON_CONTENT_TYPE}), an exact `Content-Length` and
+ * `Cache-Control: no-store` (it describes this process now, RFC 9111 §5.2.2.5).
  * @param res The response (not started).
  * @param status HTTP status.
  * @param body Any JSON-serialisable value.
+ * @throws {TypeError} from `JSON.stringify` for a cyclic value or a BigInt, and from
+ *   `Buffer.byteLength` for a `body` that serialises to nothing (`undefined`, a function).
+ * @throws {Error} `ERR_HTTP_HEADERS_SENT` when the response has started; `RangeError` for a
+ *   status outside 100–999.
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -59,6 +65,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
  * @param origin The request's `Origin`, if any.
  * @param headers The response's other headers, flat `[name, value, …]`.
  * @returns Headers to add, flat.
+ * @throws Nothing.
  * @example
  * ownCorsHeaders(new Set(['https://app.example']), 'https://app.example', ['Service-Version', '0.60.0'])
  * // → ['Vary', 'Origin', 'Access-Control-Allow-Origin', 'https://app.example',

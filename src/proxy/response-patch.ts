@@ -152,6 +152,9 @@ export function chainPatches(patches: readonly ResponsePatch[]): ResponsePatch {
 
 /**
  * The outcome of several patches of one body: the first `skipped`, else `patched` if any, else `unchanged`.
+ * @param outcomes Each patch's outcome, in the patches' order.
+ * @returns The combined outcome (the `skipped` one itself, with its reason).
+ * @throws Nothing.
  */
 export function combinedOutcome(outcomes: readonly PatchOutcome[]): PatchOutcome {
   let patched = false;

@@ -71,6 +71,7 @@ export function relayableReasonPhrase(phrase: string | undefined): string | unde
  * @param upstream The upstream's `Vary` (Node joins repeated fields with `, `), or `undefined`.
  * @param name The request header the response also depends on, e.g. `Service-Client-Version`.
  * @returns The merged value, e.g. `Accept-Encoding, Service-Client-Version`.
+ * @throws Nothing.
  * @example
  * mergeVary('accept-encoding', 'Service-Client-Version') // → 'accept-encoding, Service-Client-Version'
  * mergeVary('*', 'Service-Client-Version') // → '*'
@@ -101,6 +102,8 @@ export function mergeVary(upstream: string | undefined, name: string): string {
  * the shim wrote on the 200 with the client-version header merged in, whole.
  * @param status The upstream's status.
  * @param upstreamVary The upstream's `Vary`, joined, if any.
+ * @returns `true` for a 304 without `Vary`: no `Vary` is added.
+ * @throws Nothing.
  * @example revalidationKeepsVary(304, undefined) // → true
  */
 export function revalidationKeepsVary(status: number, upstreamVary: string | undefined): boolean {
@@ -174,6 +177,9 @@ export interface ResponseHeadOptions {
  * @param upstream The upstream head.
  * @param extra Headers the shim adds, flat.
  * @param options Patched, the `Vary` name, ranges refused ({@link ResponseHeadOptions}).
+ * @returns The head to send, flat `[name, value, …]` (a new array): the upstream's end-to-end fields
+ *   as adjusted above, then `extra`.
+ * @throws Nothing.
  * @example
  * responseHead({ status: 200, rawHeaders: ['ETag', '"a"'], etag: '"a"', vary: undefined }, ['Warning', 'w'], { patched: true, varyName: 'V' })
  * // → ['ETag', 'W/"a+patched"', 'Vary', 'V', 'Warning', 'w']
@@ -251,6 +257,7 @@ const NOT_EXPOSED = new Set([
  * @param extra The shim's headers (flat `[name, value, …]`).
  * @returns The names to expose, joined with `, ` in the order first added, or `undefined` when the
  *   response is not a CORS response or every name is safelisted, `Vary` or already exposed.
+ * @throws Nothing.
  * @example
  * exposedNames(['Access-Control-Allow-Origin', 'https://app.example'], ['Warning', '299 - "…"'])
  * // → 'Warning'
@@ -286,6 +293,7 @@ export function exposedNames(rawHeaders: readonly string[], extra: readonly stri
  * @param rawHeaders The 103's `rawHeaders` (flat, as Node's `information` event gives them).
  * @returns The hints, or `undefined` when there is no `Link` (Node sends no 103 without one, and a 103
  *   without preload links tells the client nothing).
+ * @throws Nothing.
  * @example
  * earlyHints(['Link', '</a.css>; rel=preload', 'Connection', 'keep-alive']) // → { link: '</a.css>; rel=preload' }
  */

@@ -277,6 +277,8 @@ function pipelineInOrder(handler: RequestListener): {
  *   timeouts, upgrades), which never reach the pipeline's metrics and log.
  * @param ownHeaders The headers every response the shim makes itself carries besides its framing, flat
  *   `[name, value, …]`, read when such a response is written: the service version once known (SPEC §7).
+ * @returns The server, not yet listening, with the shim's timeouts (ms), head size limit and refusals.
+ * @throws Nothing.
  */
 export function createFrontServer(
   handler: RequestListener,

@@ -10,7 +10,11 @@ export class ServiceVersion {
   #parsed: SemVer | undefined;
   readonly #pinned: boolean;
 
-  /** @param configured `SERVICE_VERSION`; when set, upstream values are ignored. */
+  /**
+   * Unknown until observed, unless configured.
+   * @param configured `SERVICE_VERSION`; when set, upstream values are ignored.
+   * @throws Nothing.
+   */
   constructor(configured: SemVer | undefined) {
     this.#pinned = configured !== undefined;
     this.#parsed = configured;
@@ -30,6 +34,8 @@ export class ServiceVersion {
   /**
    * Learns the version from an upstream response header value; ignored when pinned by configuration
    * or when the value is not a semantic version.
+   * @param value The upstream's service-version header (an array when repeated: ignored), or `undefined`.
+   * @throws Nothing (`semver.parse` returns `null` for what is not a version).
    */
   observe(value: string | string[] | undefined): void {
     if (this.#pinned || typeof value !== 'string' || value === this.#text) return;

@@ -69,6 +69,7 @@ const NOTHING_HELD: GiveBack = () => {};
  * @returns `undefined` when no slot is free (the caller refuses the request: 503); otherwise the
  *   function that gives the slot back early (a no-op for a body that has already arrived whole, or a
  *   client already gone, which need none).
+ * @throws Nothing.
  * @example
  * const giveBack = holdUploadSlot(slots, req);
  * if (giveBack === undefined) throw new ShimError('streaming_uploads', '…');

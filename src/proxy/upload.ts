@@ -34,7 +34,8 @@ import { watchStuckWrites } from './write-watch.ts';
  * @param req The client's request, its body streamed or rewritten upstream.
  * @param upstreamReq The upstream request, its response head just received.
  * @param upstreamRes That response.
- * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
+ * @param timeoutMs `UPSTREAM_TIMEOUT_MS`, in ms.
+ * @throws Nothing: it only adds listeners and, at the response's end, a watchdog timer.
  */
 export function keepUploadGoing(
   req: IncomingMessage,
@@ -88,6 +89,7 @@ export function keepUploadGoing(
  * failed): the rest of the body is streamed, never held.
  * @param f The exchange, with `bodyStart` and its `reservation`.
  * @param upstreamReq The upstream request, its head not yet sent (the bytes go out with it).
+ * @throws Nothing: a failed write reaches the write's callback (the reservation is released).
  */
 export function sendBodyStart(f: Forwarding, upstreamReq: ClientRequest): void {
   const { req, reservation } = f;
@@ -113,6 +115,7 @@ export function sendBodyStart(f: Forwarding, upstreamReq: ClientRequest): void {
  * every case (destroyed, or its socket freed or closed).
  * @param reservation The exchange's reservation.
  * @param upstreamReq The upstream request whose response head has just arrived.
+ * @throws Nothing.
  */
 export function releaseWhenSent(reservation: Reservation, upstreamReq: ClientRequest): void {
   if (upstreamReq.writableFinished || upstreamReq.destroyed) {
@@ -143,6 +146,7 @@ export const DISCARD_LIMIT_MS = 5_000;
  * connection at any time.
  * @param req The client's request, its body streamed upstream.
  * @param res Its response.
+ * @throws Nothing.
  */
 export function boundDiscard(req: IncomingMessage, res: ServerResponse): void {
   if (req.complete) return;

@@ -80,6 +80,7 @@ let readBuffer: Buffer | undefined;
 /**
  * The buffer every upstream socket reads into, made on first use.
  * @returns The same {@link UPSTREAM_READ_BUFFER_BYTES}-byte buffer on every call, with memory of its own.
+ * @throws {RangeError} only when the first call cannot allocate the 64 KiB (out of memory).
  */
 export function upstreamReadBuffer(): Buffer {
   readBuffer ??= Buffer.allocUnsafeSlow(UPSTREAM_READ_BUFFER_BYTES);
@@ -171,6 +172,7 @@ function readsOnAfterRefusedWrite(socket: Duplex): void {
  * @param agent The upstream pool.
  * @param req A request of that pool, destroyed or about to be.
  * @returns Whether it was queued (and is no longer).
+ * @throws Nothing.
  */
 export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): boolean {
   // Typed `IncomingMessage[]` by @types/node; Node queues the `ClientRequest`s.
@@ -198,7 +200,8 @@ export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): b
  * next connection freed, as any other.
  * @param agent The upstream pool.
  * @param make Creates the request (`transport.request(…)`) with `agent`.
- * @returns What `make` returns. Rethrows what `make` throws, the idle connections put back.
+ * @returns What `make` returns.
+ * @throws What `make` throws, the idle connections put back; nothing of its own.
  */
 export function onNewConnection<T>(agent: http.Agent, make: () => T): T {
   // Typed read-only by @types/node; Node's agent keeps a plain (null-prototype) object of arrays.
@@ -227,6 +230,7 @@ export function onNewConnection<T>(agent: http.Agent, make: () => T): T {
  * the ClientHello, not a client that stopped sending (docs/reliability.md fix 76).
  * @param socket The upstream request's socket (`ClientRequest.socket`), `null` while it waits for one.
  * @returns `false` for `null`, a socket still connecting, or a TLS socket before its handshake's end.
+ * @throws Nothing.
  */
 export function isEstablished(socket: Duplex | null): boolean {
   if (socket === null) return false;
@@ -244,8 +248,10 @@ export function isEstablished(socket: Duplex | null): boolean {
  * `timeoutCb` makes the call delegate again; Node's own clean-up, which removes the delegate by that
  * field when the response ends, is unchanged.
  * @param req The upstream request, its socket assigned.
- * @param ms The idle timeout (`UPSTREAM_TIMEOUT_MS`).
+ * @param ms The idle timeout, in ms (`UPSTREAM_TIMEOUT_MS`).
  * @param onIdle Called once when the socket has been idle for `ms`.
+ * @throws {TypeError} or `RangeError` from `ClientRequest.setTimeout` when `ms` is not a
+ *   non-negative number (`ERR_INVALID_ARG_TYPE`, `ERR_OUT_OF_RANGE`); never for the configured value.
  */
 export function rearmIdleTimer(req: http.ClientRequest, ms: number, onIdle: () => void): void {
   (req as http.ClientRequest & { timeoutCb: unknown }).timeoutCb = null;
@@ -265,6 +271,7 @@ export function rearmIdleTimer(req: http.ClientRequest, ms: number, onIdle: () =
  * @returns `sent`, compared between two looks (a TLS socket counts its clear text, its queue the
  *   encrypted bytes: a change is progress, the figure itself means nothing), and `queued`: libuv holds
  *   bytes of a write (false while the socket connects: Node holds the writes then).
+ * @throws Nothing.
  */
 export function writeProgress(socket: Duplex): { sent: number; queued: boolean } {
   // Node's own fields (net.js); absent on a socket that is not a net.Socket: then no progress is seen
@@ -348,13 +355,25 @@ function upstreamConnection(
 export class SharedReadBufferAgent extends http.Agent {
   readonly #connectTimeoutMs: number;
   /**
-   * @param options Node's agent options.
-   * @param connectTimeoutMs See {@link withConnectDeadline} (default {@link UPSTREAM_CONNECT_TIMEOUT_MS}).
+   * An empty pool.
+   * @param options Node's agent options (its `timeout`, the idle timeout, in ms).
+   * @param connectTimeoutMs In ms; see {@link withConnectDeadline} (default
+   *   {@link UPSTREAM_CONNECT_TIMEOUT_MS}).
+   * @throws {RangeError} from `http.Agent` for an option out of range (e.g. `maxTotalSockets: 0`,
+   *   `ERR_OUT_OF_RANGE`); never for the shim's pool options.
    */
   constructor(options?: http.AgentOptions, connectTimeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS) {
     super(options);
     this.#connectTimeoutMs = connectTimeoutMs;
   }
+  /**
+   * A new connection for the agent ({@link upstreamConnection}): Node's own, reading into the shared
+   * buffer and bounded by the connect deadline.
+   * @param options The connection's options, as the agent passes them.
+   * @returns The socket, still connecting (or resolving its host).
+   * @throws What `net.createConnection` throws synchronously for invalid options (e.g. a bad port,
+   *   `ERR_SOCKET_BAD_PORT`); a failure to connect is the socket's `error` event instead.
+   */
   override createConnection(options: http.ClientRequestArgs): Duplex {
     return upstreamConnection((o) => super.createConnection(o)!, options, this.#connectTimeoutMs);
   }
@@ -380,6 +399,8 @@ function sharedReadBufferHttpsAgent(
  * the IP. Setting it explicitly matters: left unset, Node derives it from the request's `Host`
  * header, which is the client's.
  * @param hostname `URL.hostname` (IPv6 in brackets).
+ * @returns The server name, or `''` for an IP address.
+ * @throws Nothing.
  * @example tlsServerName('api.internal') // → 'api.internal'
  * @example tlsServerName('[::1]') // → ''
  */
@@ -392,6 +413,7 @@ export function tlsServerName(hostname: string): string {
  * The request function for an upstream protocol: `http.request`, or `https.request` (loading
  * `node:https` on first use).
  * @param protocol `URL.protocol` of the upstream: `http:` or `https:`.
+ * @returns `http.request` or `https.request`.
  * @throws {Error} for another protocol.
  */
 export function upstreamRequest(protocol: string): typeof http.request {
@@ -421,6 +443,8 @@ export interface UpstreamTransportOptions {
  * Creates the transport for an upstream URL.
  * @param upstream `http://…` or `https://…`.
  * @param options The TLS trust, the idle and the connect timeouts ({@link UpstreamTransportOptions}).
+ * @returns The pool (`agent`), the request function and the `target` every request carries
+ *   (protocol, hostname without brackets, port, and for `https:` the SNI server name).
  * @throws {Error} for another protocol (the configuration accepts only these two).
  */
 export function createUpstreamTransport(

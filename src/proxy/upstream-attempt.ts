@@ -64,9 +64,13 @@ export interface Forwarding {
    */
   giveUploadSlotBack?: () => void;
   /**
-   * The budget held for a rewritten body: released once the upstream's head arrived and the body has
-   * left the shim (written to the kernel, or its upstream request closed), or when the exchange ends
-   * first.
+   * The budget held for the body bytes the shim read before forwarding (forward.ts `readThenDispatch`):
+   * a whole body (one to rewrite, or one of a declared length up to `REQUEST_BUFFER_BYTES`), or the
+   * first `REQUEST_BUFFER_BYTES` of a longer one
+   * ({@link Forwarding.bodyStart}, released by upload.ts `sendBodyStart` once written upstream).
+   * Whatever is still held is released once the upstream's head arrived and the body has left the shim
+   * (written to the kernel, or its upstream request closed), or when the exchange ends first.
+   * `undefined` when no body was read ahead.
    */
   reservation: Reservation | undefined;
 }
@@ -154,8 +158,9 @@ export function createUpstreamAttempt(
         headers,
         setHost: false,
         // The socket's timeout while it connects (Node's agent gives a new connection the request's
-        // `timeout`, else its own): without it, the pool's idle timeout (UPSTREAM_IDLE_TIMEOUT_MS, 4 s)
-        // cut a connection still being established with a 504, whatever UPSTREAM_TIMEOUT_MS said.
+        // `timeout`, else its own): without it, the pool's idle timeout (UPSTREAM_IDLE_TIMEOUT_MS, 4 s
+        // by default) cut a connection still being established with a 504, whatever UPSTREAM_TIMEOUT_MS
+        // said.
         timeout: upstreamTimeoutMs,
       };
       // The replay goes on a new connection: the pool's other idle ones may be closed by the upstream

@@ -89,6 +89,7 @@ export const TRANSFER_CODING_CODE = 'ESHIMTRANSFERCODING';
  * @param method The request's method.
  * @param status The response's status.
  * @returns `true` when the body, if any, reaches the shim decoded.
+ * @throws Nothing.
  * @example
  * relayableTransferCoding('Chunked', 'GET', 200) // → true
  * relayableTransferCoding('gzip, chunked', 'GET', 200) // → false
@@ -109,6 +110,7 @@ export function relayableTransferCoding(
  * @param message What happened, for the log.
  * @param code The error's `code`.
  * @returns An `Error` with `code` set.
+ * @throws Nothing.
  */
 export const upstreamError = (message: string, code: string): NodeJS.ErrnoException =>
   Object.assign(new Error(message), { code });
@@ -116,7 +118,9 @@ export const upstreamError = (message: string, code: string): NodeJS.ErrnoExcept
 /**
  * Classifies an upstream error (Node `errno` codes; llhttp's `HPE_*`, zlib's `Z_*`, brotli's `ERR__*`, zstd's `ZSTD_error_*`, the shim's {@link NO_RESPONSE_CODE}, {@link SWITCHED_PROTOCOLS_CODE}, {@link INVALID_STATUS_CODE} and {@link TRANSFER_CODING_CODE} for invalid responses, {@link SHIM_TIMEOUT_CODE} for its timeout; TLS
  * verification failures count as `refused`: the upstream could not be reached as configured).
+ * @param err The error of the upstream request or response (its `code`, possibly absent).
  * @returns A bounded kind for metrics and the status mapping (502, or 504 for timeouts).
+ * @throws Nothing.
  */
 export function upstreamErrorKind(err: NodeJS.ErrnoException): UpstreamErrorKind {
   const code = err.code ?? '';
@@ -234,6 +238,7 @@ export type UpstreamDecision =
  *
  * @param failure What is known (see {@link UpstreamFailure}).
  * @returns The action, with the metric `kind` and, for `respond`, the rejection reason and status.
+ * @throws Nothing.
  */
 export function decideUpstreamFailure(failure: UpstreamFailure): UpstreamDecision {
   const kind: UpstreamErrorKind = failure.timedOut ? 'timeout' : upstreamErrorKind(failure.error);

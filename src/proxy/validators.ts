@@ -21,6 +21,7 @@ const PATCHED_MARK = '+patched';
  * member ends the list (what was read before it is returned).
  * @param value The header value (Node joins repeated fields with `, `), or `undefined`.
  * @returns The tags, e.g. `['W/"a"', '"b,c"']` for `W/"a", "b,c"`.
+ * @throws Nothing.
  */
 export function entityTags(value: string | undefined): string[] {
   const tags: string[] = [];
@@ -72,6 +73,7 @@ export function patchedEtag(etag: string): string {
  * @param value The client's `If-None-Match` (repeats joined with `, `), or `undefined`.
  * @param revalidation Whether the request is a `GET` or `HEAD`, so that a false condition answers 304.
  * @returns The value to forward, or `undefined` to forward none.
+ * @throws Nothing.
  * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → 'W/"v1"'
  * @example upstreamIfNoneMatch('"v1"', true) // → undefined: a current client's copy, or an unpatched one
  * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", W/"v2"': a PUT's precondition, whole

@@ -38,9 +38,10 @@ export interface WriteLook {
  * watchdog's timer and clock are the caller's.
  * @param watch The watchdog's state, updated.
  * @param look This look.
- * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
- * @param intervalMs The time between two looks.
+ * @param timeoutMs `UPSTREAM_TIMEOUT_MS`, in ms.
+ * @param intervalMs The time between two looks, in ms.
  * @returns `true`: stuck, cut it.
+ * @throws Nothing.
  */
 export function lookAtWrites(
   watch: WriteWatch,
@@ -71,10 +72,12 @@ export function lookAtWrites(
  * both the same way: `proxy_send_timeout` and `send_timeout`, 60 s "between two successive write
  * operations".
  * @param socket The socket written to.
- * @param timeoutMs `UPSTREAM_TIMEOUT_MS`.
+ * @param timeoutMs `UPSTREAM_TIMEOUT_MS`, in ms (a look every tenth of it, at least 1 ms apart).
  * @param active Whether the write still matters (checked at every look; false ends the watch).
  * @param onStuck What to do with a stuck write.
  * @returns Ends the watch.
+ * @throws Nothing itself; `active` and `onStuck` run from the interval's callback, where a throw is an
+ *   uncaught exception.
  */
 export function watchStuckWrites(
   socket: Duplex,
