@@ -18,6 +18,9 @@ export interface BrownoutWindow {
   readonly text: string;
 }
 
+/** The last instant a `Date` can hold, in ms since the epoch (ECMA-262 §21.4.1.1: ±8.64e15). */
+const LAST_INSTANT_MS = 8.64e15;
+
 /** Most windows a schedule may hold (the lookup is linear). */
 const MAX_BROWNOUT_WINDOWS = 1000;
 
@@ -60,8 +63,8 @@ function dateAlone(edges: readonly string[]): string {
  * @returns The windows sorted by start, or every problem found (one line each): a malformed interval,
  *   a zero or negative duration, an end not after the start, overlapping windows, too many windows.
  *   Windows that touch (`end` of one = `start` of the next) are accepted.
- * @throws Nothing: every problem is returned. A duration may carry `end` past the last instant a
- *   `Date` can hold (8.64e15 ms), which {@link brownoutWarning} then cannot format.
+ * @throws Nothing: every problem is returned, a duration that carries the end past the last instant a
+ *   `Date` can hold (8.64e15 ms, e.g. `P99999999999W`) among them.
  */
 export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { problems: string[] } {
   const problems: string[] = [];
@@ -97,6 +100,11 @@ export function parseBrownouts(text: string): { windows: BrownoutWindow[] } | { 
         continue;
       }
       end = start + duration;
+      if (end > LAST_INSTANT_MS) {
+        // A window no Date can end: its Warning could not name the end (toISOString throws).
+        problems.push(`"${entry}": the window would end after the last instant a date can hold`);
+        continue;
+      }
     } else {
       end = parseEdge(second);
       if (end === undefined) {
@@ -143,8 +151,8 @@ export function activeBrownout(windows: readonly BrownoutWindow[], now: number):
  * @param window The active window.
  * @param docsUrl `ALIAS_DOCS_URL`, named in the text when set.
  * @returns The `Warning` field value, naming `window.end` as an ISO 8601 UTC instant.
- * @throws {RangeError} when `window.end` is beyond what a `Date` can hold (±8.64e15 ms), which
- *   {@link parseBrownouts} lets through for a very long duration (e.g. `P99999999999W`).
+ * @throws Nothing for a window of {@link parseBrownouts} (its end is a valid `Date`); a hand-made
+ *   window ending beyond ±8.64e15 ms throws `RangeError` (`toISOString`).
  * @example
  * brownoutWarning(['tags'], w, 'https://example.com/migrate')
  * // '299 - "tags: aliases are browned out until 2027-01-12T15:00:00.000Z (rehearsal of their removal); use the canonical names, see https://example.com/migrate"'

@@ -159,13 +159,12 @@ export interface ProbeOptions {
  * Probes the upstream with `GET <UPSTREAM_URL path>/api/health` ({@link UPSTREAM_HEALTH_PATH}).
  * Reachable means: any response below 500 in time (a 404 still proves a listening HTTP server the shim
  * can forward to; a 5xx does not). The headers go to `onHeaders` whatever the status.
+ * The health URL is the upstream's with its path extended (its query and fragment dropped): on the
+ * upstream's host whatever the path (`http://h//other/p` → `http://h//other/p/api/health`).
  * @param upstream The upstream URL (`http:` or `https:`).
  * @param timeoutMs Give up after this many ms (name resolution, connection and response headers).
  * @param options Agent, header callback and the cause of a failure.
  * @returns `true` when reachable; never rejects.
- * @throws {TypeError} (synchronously, not as a rejection) when the health URL cannot be built: the
- *   path is joined to `upstream` as a relative reference, so a path starting with `//` is read as
- *   another authority (`http://h//[x` throws; `http://h//other/p` probes `http://other/p/api/health`).
  * @throws {Error} for an `upstream` neither `http:` nor `https:` ({@link upstreamRequest}).
  */
 export function probeUpstream(
@@ -173,7 +172,13 @@ export function probeUpstream(
   timeoutMs: number,
   options: ProbeOptions = {},
 ): Promise<boolean> {
-  const target = new URL(upstream.pathname.replace(/\/+$/, '') + UPSTREAM_HEALTH_PATH, upstream);
+  // The path set on a copy of the upstream's URL, never resolved against it: a path that starts with
+  // `//` (`http://h//other/p`) is a path of `h` for the forwarded requests (outgoing-request.ts
+  // `upstreamTarget`), and resolved as a relative reference it named another host (`other`).
+  const target = new URL(upstream.href);
+  target.pathname = upstream.pathname.replace(/\/+$/, '') + UPSTREAM_HEALTH_PATH;
+  target.search = '';
+  target.hash = '';
   const request = upstreamRequest(target.protocol);
   return new Promise((resolve) => {
     let done = false;

@@ -195,6 +195,15 @@ describe('probeUpstream', () => {
     expect(paths).toEqual(['/base/api/health']);
   });
 
+  it('asks the upstream itself when the path of UPSTREAM_URL starts with // (not a host named by it)', async () => {
+    // Resolved as a relative reference, `//other/p/api/health` named the host `other` (and `//[x` threw).
+    const paths: string[] = [];
+    const url = await listen(healthServer(200, paths));
+    expect(await probeUpstream(new URL(`${url}//127.0.0.9/p?q=1#f`), 1_000)).toBe(true);
+    expect(await probeUpstream(new URL(`${url}//[x`), 1_000)).toBe(true);
+    expect(paths).toEqual(['//127.0.0.9/p/api/health', '//[x/api/health']);
+  });
+
   /** Probes `url` and returns its verdict with the causes `onUnreachable` was told. */
   async function probeWithCause(url: string, timeoutMs: number) {
     const causes: string[] = [];
