@@ -36,7 +36,7 @@ import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
 import { createUploadSlots } from './proxy/upload-slots.ts';
-import { UPSTREAM_POOL_SOCKETS, type UpstreamTransportOptions } from './proxy/upstream-agent.ts';
+import type { UpstreamTransportOptions } from './proxy/upstream-agent.ts';
 
 /**
  * The registered plugins, in order: each brings its configuration schema (handed to `loadConfig`) and
@@ -100,6 +100,7 @@ export function upstreamTransportOptions(config: Config): UpstreamTransportOptio
     ...(config.upstreamCa !== undefined && { caPem: config.upstreamCa }),
     idleTimeoutMs: config.upstreamIdleTimeoutMs,
     connectTimeoutMs: config.upstreamConnectTimeoutMs,
+    maxConnections: config.upstreamMaxConnections,
   };
 }
 
@@ -199,7 +200,7 @@ export function createShim(config: Config, deps: ShimDependencies): Shim {
     responseHeaders,
   });
 
-  registerUpstreamPoolGauges(metrics.registry, forwarder.agent, UPSTREAM_POOL_SOCKETS);
+  registerUpstreamPoolGauges(metrics.registry, forwarder.agent, config.upstreamMaxConnections);
 
   const { admit, onError } = createAdmission(config, {
     logger,

@@ -22,6 +22,7 @@ import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 import {
   UPSTREAM_CONNECT_TIMEOUT_MS,
   UPSTREAM_IDLE_TIMEOUT_MS,
+  UPSTREAM_POOL_IDLE_SOCKETS,
   UPSTREAM_POOL_SOCKETS,
 } from './proxy/upstream-agent.ts';
 
@@ -94,6 +95,8 @@ export interface Config {
   upstreamIdleTimeoutMs: number;
   /** A new upstream connection not established within this many ms → 502 (`UPSTREAM_CONNECT_TIMEOUT_MS`). */
   upstreamConnectTimeoutMs: number;
+  /** Most connections to the upstream at once; a request waits for one at most the connect timeout (`UPSTREAM_MAX_CONNECTIONS`). */
+  upstreamMaxConnections: number;
   /** The client's `X-Forwarded-*` and `Forwarded`: appended to or replaced (`FORWARDED_HEADERS`, default `append`). */
   forwardedHeaders: ForwardedHeaders;
   /** Drain time after SIGTERM, in ms (`SHUTDOWN_TIMEOUT_MS`). */
@@ -234,6 +237,9 @@ export function unparsableCertificates(text: string): number[] {
   }
   return broken;
 }
+
+/** The largest pool `UPSTREAM_MAX_CONNECTIONS` accepts (and so `MAX_STREAMING_UPLOADS`): a TCP port's range. */
+const MAX_POOL_CONNECTIONS = 65_535;
 
 /** Parsers for variable values, shared by the core schema and plugin schemas. Empty counts as unset. */
 export const parsers = {
@@ -538,9 +544,9 @@ export const CORE_VARIABLES = {
       "A request body of a declared `Content-Length` is read up to this size before the upstream is contacted, as nginx buffers request bodies: a client that sends it slowly (slowhttptest -B, R.U.D.Y.), whatever length it declares, holds no upstream connection until this much has arrived. A body up to this size goes upstream whole (and an idempotent request can be sent again on a connection the upstream had closed); a larger one goes on from there, its first bytes then the rest as it comes. Held like a body to rewrite: within `MAX_BUFFERED_BYTES` (503 beyond) and `BODY_TIMEOUT_MS` (408: with the defaults, a body's first 64 KiB must arrive at 2.2 KB/s or faster), released once written upstream. A chunked body (no declared length: a stream a client may send as it goes) streams from its first byte. `0` streams every body from its first byte. Sizes as `MAX_REWRITE_BODY`.",
   },
   MAX_STREAMING_UPLOADS: {
-    schema: parsers.count(512, UPSTREAM_POOL_SOCKETS),
+    schema: parsers.count(512, MAX_POOL_CONNECTIONS),
     default: '512',
-    meaning: `Most request bodies streaming to the upstream at once: chunked bodies, and the rest of those declaring more than \`REQUEST_BUFFER_BYTES\`. Each holds one of the pool's ${UPSTREAM_POOL_SOCKETS} upstream connections until its last byte arrives, so clients that send such bodies slowly (a chunked R.U.D.Y.) could otherwise hold them all, and every other request would wait for a connection and get 504. Beyond it a streamed body gets 503 with \`Retry-After: 1\` — a chunked one before any of it is read (no \`100 Continue\`), a declared one once its first \`REQUEST_BUFFER_BYTES\` have arrived — counted in \`shim_rejections_total{reason="streaming_uploads"}\` and logged at \`warn\`; the connection closes after it. The default keeps half of the pool for requests whose bodies have arrived or that have none. A body of a declared length up to \`REQUEST_BUFFER_BYTES\` goes whole and needs no slot. 1–${UPSTREAM_POOL_SOCKETS}.`,
+    meaning: `Most request bodies streaming to the upstream at once: chunked bodies, and the rest of those declaring more than \`REQUEST_BUFFER_BYTES\`. Each holds one of the pool's upstream connections (\`UPSTREAM_MAX_CONNECTIONS\`) until its last byte arrives, so clients that send such bodies slowly (a chunked R.U.D.Y.) could otherwise hold them all, and every other request would wait for a connection and get 503. Beyond it a streamed body gets 503 with \`Retry-After: 1\` — a chunked one before any of it is read (no \`100 Continue\`), a declared one once its first \`REQUEST_BUFFER_BYTES\` have arrived — counted in \`shim_rejections_total{reason="streaming_uploads"}\` and logged at \`warn\`; the connection closes after it. The default keeps half of the pool for requests whose bodies have arrived or that have none: unset, it is half of a pool smaller than 1024 (\`UPSTREAM_MAX_CONNECTIONS\`). A body of a declared length up to \`REQUEST_BUFFER_BYTES\` goes whole and needs no slot. 1 to \`UPSTREAM_MAX_CONNECTIONS\`.`,
   },
   MAX_BUFFERED_BYTES: {
     schema: parsers.byteSize('64mb'),
@@ -593,7 +599,7 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(60_000),
     default: '60000',
     meaning:
-      "No upstream response headers within this many ms after the request was sent (a wait for a pooled upstream connection included, when slow clients hold all 1,024) → 504. An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the response has started to reach the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). The response starts with the first byte of its body, or `RESPONSE_HEAD_HOLD_MS` after the upstream's head when its body is slower: until then the client has received nothing, and gets the 504.",
+      "No upstream response headers within this many ms after the request was sent → 504 (a request that waits for a connection of a full pool is answered 503 after `UPSTREAM_CONNECT_TIMEOUT_MS` instead). An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the response has started to reach the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). The response starts with the first byte of its body, or `RESPONSE_HEAD_HOLD_MS` after the upstream's head when its body is slower: until then the client has received nothing, and gets the 504.",
   },
   RESPONSE_HEAD_HOLD_MS: {
     schema: parsers.ms(HEAD_HOLD_MS),
@@ -605,13 +611,18 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(UPSTREAM_CONNECT_TIMEOUT_MS),
     default: String(UPSTREAM_CONNECT_TIMEOUT_MS),
     meaning:
-      'A new upstream connection (TCP, and TLS for an `https:` upstream) not established within this many ms of its name being resolved is given up: 502 (`shim_upstream_errors_total{kind="refused"}`, log cause `ESHIMCONNECTTIMEDOUT`), as for an unreachable host, instead of a 504 after `UPSTREAM_TIMEOUT_MS`. A host that drops packets (a partition, a dead node, a firewall) fails fast while the pool has no live connection to it; a request sent on a pooled connection still waits `UPSTREAM_TIMEOUT_MS`. The default, Envoy\'s, lets two SYN retransmissions (at 1 s and 3 s) through; the earlier of the two timeouts applies. Resolving the name is not counted (as nginx, Envoy and HAProxy do not): a slow resolver is bounded by `UPSTREAM_TIMEOUT_MS`.',
+      'A new upstream connection (TCP, and TLS for an `https:` upstream) not established within this many ms of its name being resolved is given up: 502 (`shim_upstream_errors_total{kind="refused"}`, log cause `ESHIMCONNECTTIMEDOUT`), as for an unreachable host, instead of a 504 after `UPSTREAM_TIMEOUT_MS`. A host that drops packets (a partition, a dead node, a firewall) fails fast while the pool has no live connection to it; a request sent on a pooled connection still waits `UPSTREAM_TIMEOUT_MS`. The default, Envoy\'s, lets two SYN retransmissions (at 1 s and 3 s) through; the earlier of the two timeouts applies. Resolving the name is not counted (as nginx, Envoy and HAProxy do not): a slow resolver is bounded by `UPSTREAM_TIMEOUT_MS`. It also bounds the wait for a connection of the pool when all `UPSTREAM_MAX_CONNECTIONS` are in use (503 then, as HAProxy\'s `timeout queue` defaults to its `timeout connect`).',
   },
   UPSTREAM_IDLE_TIMEOUT_MS: {
     schema: parsers.ms(UPSTREAM_IDLE_TIMEOUT_MS),
     default: String(UPSTREAM_IDLE_TIMEOUT_MS),
     meaning:
       "An idle upstream connection of the shim's pool is closed after this many ms, or 1 s before the upstream's `Keep-Alive: timeout=N` hint when that is sooner (a hint of 1 s or less: not kept). Keep it below the upstream's own idle timeout when the upstream sends no hint (nginx's `keepalive_timeout 3s` without its second value; gunicorn's `gthread` workers, 2 s: set `1000`; uvicorn's 5 s is above the default): a request the shim writes on a connection the upstream is closing fails, and only an idempotent one is retried (a POST gets 502). Measured servers: [operations](operations.md#upstream-servers-keep-alive).",
+  },
+  UPSTREAM_MAX_CONNECTIONS: {
+    schema: parsers.count(UPSTREAM_POOL_SOCKETS, MAX_POOL_CONNECTIONS),
+    default: String(UPSTREAM_POOL_SOCKETS),
+    meaning: `Most connections to the upstream at once (the pool's size; at most ${UPSTREAM_POOL_IDLE_SOCKETS} of them kept idle). Each request being forwarded holds one until its response has been read whole, so a long-lived response (server-sent events, a long poll, a download to a slow client) holds one for as long as it lasts. When all are in use, a request waits for one at most \`UPSTREAM_CONNECT_TIMEOUT_MS\`, then gets 503 with \`Retry-After: 1\`, counted in \`shim_rejections_total{reason="pool_full"}\` and logged at \`warn\`; never sent upstream (\`shim_upstream_requests_waiting\` counts those waiting). Raise it for many long-lived streams (each also holds a client connection: two file descriptors), or add replicas ([operations](operations.md#streaming-responses)). 1–${MAX_POOL_CONNECTIONS}; at least \`MAX_STREAMING_UPLOADS\`.`,
   },
   FORWARDED_HEADERS: {
     schema: parsers.str('append').pipe(z.enum(['append', 'replace'], { error: 'must be append or replace' })),
@@ -790,6 +801,23 @@ export function loadConfig(
       `REQUEST_BUFFER_BYTES: must be at most three quarters of MAX_BUFFERED_BYTES (${requestBodyShare(e.MAX_BUFFERED_BYTES)} bytes), the share request bodies may hold`,
     );
   }
+  // Every streamed upload holds a connection of the pool: more slots than connections bound nothing.
+  // Unset, the slots are half the pool (512 of the default 1024), whatever its size.
+  const uploadsSet = (env.MAX_STREAMING_UPLOADS ?? '') !== '';
+  const maxStreamingUploads =
+    uploadsSet || e.UPSTREAM_MAX_CONNECTIONS === undefined
+      ? e.MAX_STREAMING_UPLOADS
+      : Math.min(e.MAX_STREAMING_UPLOADS, Math.ceil(e.UPSTREAM_MAX_CONNECTIONS / 2));
+  if (
+    uploadsSet &&
+    e.MAX_STREAMING_UPLOADS !== undefined &&
+    e.UPSTREAM_MAX_CONNECTIONS !== undefined &&
+    e.MAX_STREAMING_UPLOADS > e.UPSTREAM_MAX_CONNECTIONS
+  ) {
+    problems.push(
+      `MAX_STREAMING_UPLOADS: must be at most UPSTREAM_MAX_CONNECTIONS (${e.UPSTREAM_MAX_CONNECTIONS}): each streamed body holds one of the pool's connections`,
+    );
+  }
   const pluginSettings: Record<string, unknown> = {};
   for (const plugin of plugins) {
     const before = problems.length;
@@ -821,12 +849,13 @@ export function loadConfig(
     maxBufferedBytes: e.MAX_BUFFERED_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,
     requestBufferBytes: e.REQUEST_BUFFER_BYTES,
-    maxStreamingUploads: e.MAX_STREAMING_UPLOADS,
+    maxStreamingUploads,
     upstreamCa: e.UPSTREAM_CA_FILE,
     upstreamTimeoutMs: e.UPSTREAM_TIMEOUT_MS,
     responseHeadHoldMs: e.RESPONSE_HEAD_HOLD_MS,
     upstreamIdleTimeoutMs: e.UPSTREAM_IDLE_TIMEOUT_MS,
     upstreamConnectTimeoutMs: e.UPSTREAM_CONNECT_TIMEOUT_MS,
+    upstreamMaxConnections: e.UPSTREAM_MAX_CONNECTIONS,
     forwardedHeaders: e.FORWARDED_HEADERS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,

@@ -229,16 +229,21 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         'draining',
       );
       connections.startDrain();
+      let cut: Promise<void> | undefined;
       const deadline = setTimeout(() => {
         logger.warn(
           { inFlight: connections.inFlight() },
           'shutdown timeout reached: closing remaining connections',
         );
-        connections.destroyAll();
+        cut = connections.destroyAll();
       }, config.shutdownTimeoutMs);
       // Stops accepting; resolves once every connection has closed.
       await new Promise<void>((resolve) => front.close(() => resolve()));
       clearTimeout(deadline);
+      // The server counts a destroyed connection closed at once, its socket's 'close' (and its
+      // response's, which writes the exchange's `aborted` line) comes a turn later: wait for them, or
+      // the process exits first and the exchanges the deadline cut leave no line (fix 141).
+      await cut;
       shim.forwarder.agent.destroy();
       admin.closeAllConnections();
       await new Promise<void>((resolve) => admin.close(() => resolve()));
@@ -302,8 +307,12 @@ interface TrackedConnections {
    * {@link DRAIN_IDLE_GRACE_MS}.
    */
   startDrain(): void;
-  /** Cuts every connection at once (drain deadline). */
-  destroyAll(): void;
+  /**
+   * Cuts every connection at once (drain deadline).
+   * @returns Settles once the sockets of the requests in flight have closed and their responses' `close`
+   *   listeners have run (the request log's `aborted` lines written).
+   */
+  destroyAll(): Promise<void>;
 }
 
 /**
@@ -408,9 +417,17 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
         server.closeIdleConnections();
       }, DRAIN_IDLE_GRACE_MS).unref();
     },
-    destroyAll() {
-      for (const socket of busy.keys()) socket.destroy();
+    async destroyAll() {
+      // Not `once(socket, 'close')`, which rejects on an 'error' the socket may still emit.
+      const closed: Array<Promise<void>> = [];
+      for (const socket of busy.keys()) {
+        closed.push(new Promise((resolve) => socket.once('close', () => resolve())));
+        socket.destroy();
+      }
       server.closeAllConnections();
+      await Promise.all(closed);
+      // A response's 'close' is emitted on the tick after its socket's (Node's emitCloseNT).
+      await new Promise<void>((resolve) => setImmediate(resolve));
     },
   };
 }

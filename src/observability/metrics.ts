@@ -59,6 +59,7 @@ const REJECTION_REASONS: Readonly<Record<Exclude<RejectionReason, `upstream_${st
   buffer_budget: true,
   body_timeout: true,
   streaming_uploads: true,
+  pool_full: true,
 };
 const UNPATCHED_REASONS: Readonly<Record<UnpatchedReason, true>> = {
   invalid_json: true,

@@ -26,6 +26,7 @@ export type RejectionReason =
   | 'buffer_budget'
   | 'body_timeout'
   | 'streaming_uploads'
+  | 'pool_full'
   | 'upstream_refused'
   | 'upstream_reset'
   | 'upstream_invalid'
@@ -59,6 +60,7 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
   buffer_budget: 503,
   body_timeout: 408,
   streaming_uploads: 503,
+  pool_full: 503,
   upstream_refused: 502,
   upstream_reset: 502,
   upstream_invalid: 502,
@@ -67,12 +69,13 @@ export const REJECTION_STATUS: Readonly<Record<RejectionReason, number>> = Objec
 
 /**
  * `Retry-After` seconds per rejection reason that a client may simply retry later (RFC 9110 §10.2.3):
- * the process-wide buffer budget and the slots of streamed uploads (upload-slots.ts) free up as other
- * requests finish.
+ * the process-wide buffer budget, the slots of streamed uploads (upload-slots.ts) and the upstream
+ * pool's connections free up as other requests finish.
  */
 export const REJECTION_RETRY_AFTER: Readonly<Partial<Record<RejectionReason, number>>> = Object.freeze({
   buffer_budget: 1,
   streaming_uploads: 1,
+  pool_full: 1,
 });
 
 /**

@@ -25,7 +25,7 @@ import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import { createPatchCodec } from './content-coding.ts';
-import { ShimError } from './errors.ts';
+import { REJECTION_RETRY_AFTER, ShimError } from './errors.ts';
 import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
 import { HEAD_HOLD_MS, type HeadHold, holdHead } from './head-hold.ts';
@@ -56,7 +56,11 @@ import {
 } from './response-writer.ts';
 import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { holdUploadSlot, type UploadSlots } from './upload-slots.ts';
-import { createUpstreamTransport, type UpstreamTransportOptions } from './upstream-agent.ts';
+import {
+  createUpstreamTransport,
+  UPSTREAM_CONNECT_TIMEOUT_MS,
+  type UpstreamTransportOptions,
+} from './upstream-agent.ts';
 import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
 import { UPSTREAM_MESSAGES } from './upstream-error.ts';
 
@@ -137,6 +141,10 @@ export interface Forwarder {
 /** The 503's message for a streamed body beyond `MAX_STREAMING_UPLOADS` (SPEC §7: what is wrong, what to do). */
 const STREAMING_UPLOADS_FULL =
   'Too many request bodies are streaming to the upstream at once (MAX_STREAMING_UPLOADS); retry shortly, or send a body of at most REQUEST_BUFFER_BYTES with its Content-Length.';
+
+/** The 503's message for a request that found every upstream connection in use (SPEC §7). */
+const POOL_FULL =
+  'Every connection of this proxy to the upstream is in use (UPSTREAM_MAX_CONNECTIONS); retry shortly.';
 
 /** The 408's message for a streamed body that stopped arriving (SPEC §7: what is wrong, what to do). */
 const UPLOAD_STALLED =
@@ -270,6 +278,26 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     req.resume();
   };
 
+  /**
+   * A request that waited `UPSTREAM_CONNECT_TIMEOUT_MS` for a connection of the full pool
+   * (upstream-attempt.ts): 503 with `Retry-After`, counted as a `pool_full` rejection; never sent
+   * upstream. A body still arriving is read and dropped, and the connection closed after the answer.
+   */
+  const poolFull = ({ req, res, state }: Forwarding) => {
+    state.rejection = 'pool_full';
+    state.exchange.logFields.refusal = POOL_FULL;
+    metrics.rejections.inc({ reason: 'pool_full' });
+    logger.warn({ path: logPath(state.exchange.path), rejection: 'pool_full' }, POOL_FULL);
+    const unread = !req.complete;
+    const headers = [
+      ...options.responseHeaders(state, undefined),
+      'Retry-After',
+      String(REJECTION_RETRY_AFTER.pool_full),
+    ];
+    sendError(res, 503, POOL_FULL, headers, unread);
+    if (unread) req.resume();
+  };
+
   /** The upstream's head arrived: stream it through to the client, or through the patches. */
   const relayResponse = (
     { req, res, state }: Forwarding,
@@ -384,6 +412,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     relayResponse,
     upstreamFailed,
     uploadStalled,
+    poolWaitMs: options.transport?.connectTimeoutMs ?? UPSTREAM_CONNECT_TIMEOUT_MS,
+    poolFull,
   });
 
   /**

@@ -52,21 +52,25 @@ export const UPSTREAM_IDLE_TIMEOUT_MS = 4_000;
 export const UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 
 /**
- * Most connections of the pool to the upstream at once (Node's `maxSockets`): a request beyond them
- * waits for one to be freed. `MAX_STREAMING_UPLOADS` (upload-slots.ts) keeps part of them from bodies
- * that clients are still sending.
+ * Most connections of the pool to the upstream at once by default (Node's `maxSockets`;
+ * `UPSTREAM_MAX_CONNECTIONS`): a request beyond them waits for one to be freed, at most
+ * `UPSTREAM_CONNECT_TIMEOUT_MS` (upstream-attempt.ts; then 503). `MAX_STREAMING_UPLOADS`
+ * (upload-slots.ts) keeps part of them from bodies that clients are still sending.
  */
 export const UPSTREAM_POOL_SOCKETS = 1024;
 
+/** Most idle connections the pool keeps (Node's `maxFreeSockets`), or all of them in a smaller pool. */
+export const UPSTREAM_POOL_IDLE_SOCKETS = 256;
+
 /**
- * The pool's options: enough sockets for a busy sidecar, few idle ones kept, the most recent reused
+ * The pool's options: `maxSockets` connections at most, few idle ones kept, the most recent reused
  * first, idle ones closed after `idleTimeoutMs` (or the upstream's hint).
  */
-const pool = (idleTimeoutMs: number) =>
+const pool = (idleTimeoutMs: number, maxSockets: number) =>
   ({
     keepAlive: true,
-    maxSockets: UPSTREAM_POOL_SOCKETS,
-    maxFreeSockets: 256,
+    maxSockets,
+    maxFreeSockets: Math.min(UPSTREAM_POOL_IDLE_SOCKETS, maxSockets),
     scheduling: 'lifo',
     timeout: idleTimeoutMs,
   }) as const;
@@ -186,6 +190,21 @@ export function dropQueuedRequest(agent: http.Agent, req: http.ClientRequest): b
     if (queue.length === 0) delete queues[name];
     return true;
   }
+  return false;
+}
+
+/**
+ * Whether a request the pool was just given waits for a connection: every one of the pool's
+ * `maxSockets` is in use, and Node's agent queued it (`Agent.requests`) until one is freed. Call it
+ * right after `http.request`: the agent queues synchronously, at the end of the queue. Cheap when
+ * nothing waits (no queue to look at).
+ * @param agent The upstream pool.
+ * @param req The request just made with it.
+ * @returns `true` when `req` is the last request of one of the pool's queues. Never throws.
+ */
+export function isQueuedRequest(agent: http.Agent, req: http.ClientRequest): boolean {
+  const queues = agent.requests as unknown as Record<string, http.ClientRequest[] | undefined>;
+  for (const name in queues) if (queues[name]?.at(-1) === req) return true;
   return false;
 }
 
@@ -437,12 +456,18 @@ export interface UpstreamTransportOptions {
    * (`UPSTREAM_CONNECT_TIMEOUT_MS`; default {@link UPSTREAM_CONNECT_TIMEOUT_MS}; {@link withConnectDeadline}).
    */
   readonly connectTimeoutMs?: number;
+  /**
+   * Most connections to the upstream at once (`UPSTREAM_MAX_CONNECTIONS`; default
+   * {@link UPSTREAM_POOL_SOCKETS}).
+   */
+  readonly maxConnections?: number;
 }
 
 /**
  * Creates the transport for an upstream URL.
  * @param upstream `http://…` or `https://…`.
- * @param options The TLS trust, the idle and the connect timeouts ({@link UpstreamTransportOptions}).
+ * @param options The TLS trust, the idle and the connect timeouts, the pool's size
+ *   ({@link UpstreamTransportOptions}).
  * @returns The pool (`agent`), the request function and the `target` every request carries
  *   (protocol, hostname without brackets, port, and for `https:` the SNI server name).
  * @throws {Error} for another protocol (the configuration accepts only these two).
@@ -455,11 +480,12 @@ export function createUpstreamTransport(
     caPem,
     idleTimeoutMs = UPSTREAM_IDLE_TIMEOUT_MS,
     connectTimeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS,
+    maxConnections = UPSTREAM_POOL_SOCKETS,
   } = options;
   const hostname = upstream.hostname.startsWith('[') ? upstream.hostname.slice(1, -1) : upstream.hostname;
   if (upstream.protocol === 'http:') {
     return {
-      agent: new SharedReadBufferAgent(pool(idleTimeoutMs), connectTimeoutMs),
+      agent: new SharedReadBufferAgent(pool(idleTimeoutMs, maxConnections), connectTimeoutMs),
       request: http.request,
       target: { protocol: 'http:', hostname, port: Number(upstream.port || 80) },
     };
@@ -470,7 +496,7 @@ export function createUpstreamTransport(
     const agent = sharedReadBufferHttpsAgent(
       https,
       {
-        ...pool(idleTimeoutMs),
+        ...pool(idleTimeoutMs, maxConnections),
         rejectUnauthorized: true,
         // Announce HTTP/1.1 (ALPN, RFC 7301), the only protocol the pool speaks: an upstream that serves
         // only h2 (Node's `http2.createSecureServer` without `allowHTTP1`) then fails the handshake

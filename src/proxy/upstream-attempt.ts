@@ -21,6 +21,7 @@ import { boundDiscard, keepUploadGoing, releaseWhenSent, sendBodyStart } from '.
 import {
   dropQueuedRequest,
   isEstablished,
+  isQueuedRequest,
   onNewConnection,
   rearmIdleTimer,
   type UpstreamTransport,
@@ -109,6 +110,18 @@ export interface UpstreamAttemptOptions {
    * has destroyed the upstream request.
    */
   readonly uploadStalled: (f: Forwarding) => void;
+  /**
+   * A request may wait this many ms for a connection of the pool when every one is in use
+   * (`UPSTREAM_CONNECT_TIMEOUT_MS`, as HAProxy's `timeout queue` defaults to its `timeout connect`);
+   * then {@link UpstreamAttemptOptions.poolFull}. Undefined: as long as `upstreamTimeoutMs`, then 504.
+   */
+  readonly poolWaitMs?: number;
+  /**
+   * A request waited `poolWaitMs` for a connection of the pool and got none (long-lived responses,
+   * slow clients or a slow upstream hold them all): answer 503 with `Retry-After` (RFC 9110 §15.6.4),
+   * no upstream failure. The attempt has taken the request out of the pool's queue: it was never sent.
+   */
+  readonly poolFull?: (f: Forwarding) => void;
 }
 
 /**
@@ -124,7 +137,16 @@ export interface UpstreamAttemptOptions {
 export function createUpstreamAttempt(
   options: UpstreamAttemptOptions,
 ): (f: Forwarding, path: string, headers: string[]) => void {
-  const { transport, upstreamTimeoutMs, logger, relayResponse, upstreamFailed, uploadStalled } = options;
+  const {
+    transport,
+    upstreamTimeoutMs,
+    logger,
+    relayResponse,
+    upstreamFailed,
+    uploadStalled,
+    poolWaitMs,
+    poolFull,
+  } = options;
   const { agent, target } = transport;
   return (f, path, headers) => {
     const { req, res, state, body } = f;
@@ -142,7 +164,11 @@ export function createUpstreamAttempt(
     res.on('close', () => {
       if (res.writableFinished) return;
       clientGone = true;
-      current?.destroy();
+      if (current === undefined) return;
+      current.destroy();
+      // Still waiting for a pooled connection: out of the pool's queue now, or it stayed there (and in
+      // shim_upstream_requests_waiting) until a connection was freed (docs/reliability.md fix 143).
+      if (current.socket === null) dropQueuedRequest(agent, current);
     });
 
     const send = () => {
@@ -253,6 +279,20 @@ export function createUpstreamAttempt(
             else onTimeout();
           },
         );
+      // Every connection of the pool in use: the request waits for one, at most poolWaitMs (fix 142).
+      if (poolWaitMs !== undefined && poolFull !== undefined && isQueuedRequest(agent, upstreamReq)) {
+        const queued = startDeadline(() => {
+          if (failed || clientGone || upstreamReq.socket !== null) return;
+          if (!dropQueuedRequest(agent, upstreamReq)) return;
+          failed = true;
+          headerTimer?.clear();
+          state.exchange.logFields.waitedForConnection = true;
+          // Out of the queue, it never gets a socket: destroyed, it emits nothing more.
+          upstreamReq.destroy();
+          poolFull(f);
+        }, poolWaitMs);
+        upstreamReq.once('socket', () => queued.clear());
+      }
       // Idle socket in any phase (upload, waiting, download) …
       upstreamReq.setTimeout(upstreamTimeoutMs, onIdle);
       // … and no response headers within the timeout, counted from now: a request that waits for a

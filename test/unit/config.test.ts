@@ -49,7 +49,8 @@ const FAKE: PluginDefinition<{ low: number; high: number; label?: string }> = {
  * `CORS_ALLOWED_ORIGINS`: the browser clients SPEC §7's shim-made responses leave open, and
  * `REQUEST_BUFFER_BYTES`: small bodies held whole, as nginx buffers them (slow clients), and
  * `MAX_STREAMING_UPLOADS`: the upstream pool's share for bodies still arriving (slow chunked clients), and
- * `RESPONSE_HEAD_HOLD_MS`: how long a head waits for its body (event streams, long polls).
+ * `RESPONSE_HEAD_HOLD_MS`: how long a head waits for its body (event streams, long polls), and
+ * `UPSTREAM_MAX_CONNECTIONS`: the pool those streams hold.
  */
 const SPEC_VARIABLES = [
   'PORT',
@@ -74,6 +75,7 @@ const SPEC_VARIABLES = [
   'RESPONSE_HEAD_HOLD_MS',
   'UPSTREAM_IDLE_TIMEOUT_MS',
   'UPSTREAM_CONNECT_TIMEOUT_MS',
+  'UPSTREAM_MAX_CONNECTIONS',
   'FORWARDED_HEADERS',
   'SHUTDOWN_TIMEOUT_MS',
   'LOG_LEVEL',
@@ -119,11 +121,24 @@ describe('loadConfig defaults', () => {
     ['RESPONSE_HEAD_HOLD_MS', (c) => c.responseHeadHoldMs, 250],
     ['UPSTREAM_IDLE_TIMEOUT_MS', (c) => c.upstreamIdleTimeoutMs, 4_000],
     ['UPSTREAM_CONNECT_TIMEOUT_MS', (c) => c.upstreamConnectTimeoutMs, 5_000],
+    ['UPSTREAM_MAX_CONNECTIONS', (c) => c.upstreamMaxConnections, 1024],
     ['FORWARDED_HEADERS', (c) => c.forwardedHeaders, 'append'],
     ['SHUTDOWN_TIMEOUT_MS', (c) => c.shutdownTimeoutMs, 10_000],
     ['LOG_LEVEL', (c) => c.logLevel, 'info'],
   ])('%s defaults', (_name, read, expected) => {
     expect(read(config)).toEqual(expected);
+  });
+
+  it('MAX_STREAMING_UPLOADS unset is half of a smaller pool; set, it must fit the pool', () => {
+    expect(loadConfig({ UPSTREAM_MAX_CONNECTIONS: '2' }).maxStreamingUploads).toBe(1);
+    expect(loadConfig({ UPSTREAM_MAX_CONNECTIONS: '101' }).maxStreamingUploads).toBe(51);
+    expect(loadConfig({ UPSTREAM_MAX_CONNECTIONS: '4096' }).maxStreamingUploads).toBe(512);
+    expect(
+      loadConfig({ UPSTREAM_MAX_CONNECTIONS: '100', MAX_STREAMING_UPLOADS: '100' }).maxStreamingUploads,
+    ).toBe(100);
+    expect(() => loadConfig({ UPSTREAM_MAX_CONNECTIONS: '100', MAX_STREAMING_UPLOADS: '101' })).toThrow(
+      /MAX_STREAMING_UPLOADS: must be at most UPSTREAM_MAX_CONNECTIONS \(100\)/,
+    );
   });
 
   it('treats an empty variable as unset', () => {
@@ -265,8 +280,12 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
       { REQUEST_BUFFER_BYTES: '4mb', MAX_BUFFERED_BYTES: '4mb', MAX_REWRITE_BODY: '1kb' },
     ],
     ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: '0' }],
-    // More than the upstream pool's connections (upstream-agent.ts UPSTREAM_POOL_SOCKETS).
+    // More than the upstream pool's connections (UPSTREAM_MAX_CONNECTIONS, 1024 by default).
     ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: '1025' }],
+    ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: '512', UPSTREAM_MAX_CONNECTIONS: '100' }], // set above the pool
+    ['UPSTREAM_MAX_CONNECTIONS', { UPSTREAM_MAX_CONNECTIONS: '0' }],
+    ['UPSTREAM_MAX_CONNECTIONS', { UPSTREAM_MAX_CONNECTIONS: '65536' }],
+    ['UPSTREAM_MAX_CONNECTIONS', { UPSTREAM_MAX_CONNECTIONS: 'many' }],
     ['MAX_STREAMING_UPLOADS', { MAX_STREAMING_UPLOADS: 'half' }],
     ['UPSTREAM_CA_FILE', { UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }],
     ['UPSTREAM_TIMEOUT_MS', { UPSTREAM_TIMEOUT_MS: '0' }],

@@ -95,6 +95,7 @@ describe('createMetrics', () => {
       'buffer_budget',
       'body_timeout',
       'streaming_uploads',
+      'pool_full',
     ]);
     zero('shim_response_patches_skipped_total', 'reason', [
       'invalid_json',

@@ -91,6 +91,7 @@ describe('ShimError', () => {
     ['buffer_budget', 503],
     ['body_timeout', 408],
     ['streaming_uploads', 503],
+    ['pool_full', 503],
     ['malformed', 400],
     ['header_size', 431],
     ['request_timeout', 408],
@@ -104,12 +105,12 @@ describe('ShimError', () => {
   });
 
   it('has a status for every reason, and the table is frozen', () => {
-    expect(Object.keys(REJECTION_STATUS)).toHaveLength(19);
+    expect(Object.keys(REJECTION_STATUS)).toHaveLength(20);
     expect(Object.isFrozen(REJECTION_STATUS)).toBe(true);
   });
 
-  it('asks for a retry later only where waiting helps (the buffer budget, the upload slots)', () => {
-    expect(REJECTION_RETRY_AFTER).toEqual({ buffer_budget: 1, streaming_uploads: 1 });
+  it('asks for a retry later only where waiting helps (the buffer budget, the upload slots, the pool)', () => {
+    expect(REJECTION_RETRY_AFTER).toEqual({ buffer_budget: 1, streaming_uploads: 1, pool_full: 1 });
     expect(Object.isFrozen(REJECTION_RETRY_AFTER)).toBe(true);
   });
 });

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createUpstreamTransport,
   isEstablished,
+  isQueuedRequest,
   onNewConnection,
   SharedReadBufferAgent,
   tlsServerName,
@@ -142,5 +143,35 @@ describe('onNewConnection', () => {
       }),
     ).toThrow('invalid header');
     expect(free).toEqual({ 'a:80:': ['s1'] });
+  });
+});
+
+describe('isQueuedRequest', () => {
+  /** A pool whose queues are as given (Node's `Agent.requests`: name → queued requests). */
+  const poolWith = (requests: Record<string, unknown[]>) => ({ requests }) as unknown as http.Agent;
+  const a = {} as http.ClientRequest;
+  const b = {} as http.ClientRequest;
+
+  it('is true for the request last queued (the agent queues at the end)', () => {
+    expect(isQueuedRequest(poolWith({ 'up:80:': [a, b] }), b)).toBe(true);
+  });
+
+  it('is false for a request given a connection, or queued earlier', () => {
+    expect(isQueuedRequest(poolWith({}), a)).toBe(false);
+    expect(isQueuedRequest(poolWith({ 'up:80:': [a, b] }), a)).toBe(false);
+  });
+
+  it('a real pool at its limit queues the next request', () => {
+    const agent = new http.Agent({ maxSockets: 1 });
+    const options = { host: '127.0.0.1', port: 9, agent };
+    const first = http.request(options);
+    const second = http.request(options);
+    first.on('error', () => undefined);
+    second.on('error', () => undefined);
+    expect(isQueuedRequest(agent, first)).toBe(false);
+    expect(isQueuedRequest(agent, second)).toBe(true);
+    first.destroy();
+    second.destroy();
+    agent.destroy();
   });
 });
