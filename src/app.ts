@@ -306,19 +306,30 @@ function createAdmission(
   const admit: RequestHandler = (req, res, next) => {
     const state = createExchangeState(req, performance.now());
     res.locals.shim = state;
-    trackRequest(req, res, state.startedAt, () => {
-      // Labelled at the end: only an upstream 2xx/3xx teaches a route class, within per-consumer bounds
-      // (RouteLabels in observability/metrics.ts).
-      state.shape ??= routeShape(state.exchange.path);
-      state.route = metrics.routes.label(
-        state.shape,
-        { status: res.statusCode, rejected: state.rejection !== undefined },
-        () => credentialIdentity(req, credentialRules),
-      );
-      const status = String(res.statusCode);
-      metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
-      metrics.duration.observe({ route: state.route }, (performance.now() - state.startedAt) / 1000);
-    });
+    trackRequest(
+      req,
+      res,
+      state.startedAt,
+      () => {
+        // Labelled at the end: only an upstream 2xx/3xx teaches a route class, within per-consumer bounds
+        // (RouteLabels in observability/metrics.ts).
+        state.shape ??= routeShape(state.exchange.path);
+        state.route = metrics.routes.label(
+          state.shape,
+          { status: res.statusCode, rejected: state.rejection !== undefined },
+          () => credentialIdentity(req, credentialRules),
+        );
+        const status = String(res.statusCode);
+        metrics.requests.inc({ route: state.route, method: methodLabel(state.exchange.method), status });
+        metrics.duration.observe({ route: state.route }, (performance.now() - state.startedAt) / 1000);
+      },
+      () => {
+        // An abort (a stream the client or the upstream ended, a drain's cut): the route's label if it is
+        // known, never learned from an exchange that did not finish; not counted in the metrics.
+        state.shape ??= routeShape(state.exchange.path);
+        state.route = metrics.routes.known(state.shape);
+      },
+    );
     for (const gate of gates) gate(req, state);
     for (const plugin of plugins) {
       const hooks = plugin.onRequest(state.exchange, req);

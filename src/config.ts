@@ -12,6 +12,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
@@ -162,8 +163,9 @@ export interface InstantOptions {
  * Parses an instant written in ISO 8601: a date-time with its time zone (`2026-01-31T14:00Z`,
  * `2026-01-31T14:00:00.1234+01:00`) or, when `options.allowDate`, a date alone (midnight UTC). A
  * date-time without a zone is refused: `Date` would read it in the host's `TZ`, so the same setting
- * would mean another instant on another machine. The one instant parser of the configuration (the
- * core's and the plugins').
+ * would mean another instant on another machine; so is a day the month does not have (`2026-02-30`,
+ * which `Date` rolls over to 2 March). The one instant parser of the configuration (the core's and
+ * the plugins').
  * @param text The value, e.g. `2027-01-12T14:00Z`.
  * @param options See {@link InstantOptions}.
  * @returns Ms since the epoch, or `undefined` when `text` is not such an instant. Never throws.
@@ -173,7 +175,20 @@ export interface InstantOptions {
 export function parseInstant(text: string, options: InstantOptions): number | undefined {
   if (!ISO_DATE_TIME.test(text) && !(options.allowDate && ISO_DATE.test(text))) return undefined;
   const ms = Date.parse(text);
-  return Number.isNaN(ms) ? undefined : ms;
+  return Number.isNaN(ms) || !isCalendarDate(text) ? undefined : ms;
+}
+
+/**
+ * Whether the date a validated instant starts with (`YYYY-MM-DD`) exists: `Date.parse` rolls an
+ * impossible day over (`2026-02-30` is 2 March), so an announced sunset or a brownout would fall on
+ * another day than the one written (ISO 8601-1:2019 §5.2.2: a day of the month's own range).
+ */
+function isCalendarDate(text: string): boolean {
+  const year = Number(text.slice(0, 4));
+  const month = Number(text.slice(5, 7));
+  const day = Number(text.slice(8, 10));
+  // Day 0 of the next month is the last day of this one.
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
 /**
@@ -188,6 +203,48 @@ function isOrigin(text: string): boolean {
   const url = new URL(text);
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
 }
+
+/**
+ * Headers that cannot carry an API key (lower case): `Host` (RFC 9112 §3.2: every HTTP/1.1 request),
+ * `Cookie` (any cookie would be a key; cookies are `AUTH_COOKIES`), the framing and hop-by-hop fields
+ * (RFC 9110 §7.6.1, RFC 9112 §6) and the forwarding fields the shim writes itself.
+ */
+const NOT_AN_API_KEY_HEADER: ReadonlySet<string> = new Set([
+  'host',
+  'cookie',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'forwarded',
+]);
+
+/**
+ * The start's warning for a `PUBLIC_PATHS` that makes every path public (`/*`): legal, for a shim whose
+ * callers are checked elsewhere, but it turns off SPEC §3's version and credential gates for all.
+ * @param paths `PUBLIC_PATHS` as parsed (entries).
+ * @returns One warning line, or none.
+ * @throws Nothing.
+ */
+function publicPathWarnings(paths: readonly string[] | undefined): string[] {
+  return paths?.includes('/*')
+    ? [
+        'PUBLIC_PATHS includes "/*": every path is public, no request is checked for a client version or credentials',
+      ]
+    : [];
+}
+
+/** A host name `HOST` may give (RFC 1123 §2.1 labels, dot-separated): resolved by the listen itself. */
+const LISTEN_HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** Default of `API_KEY_HEADER`: the header carrying an API key (lower case, as Node names headers). */
 export const DEFAULT_API_KEY_HEADER = 'x-api-key';
@@ -425,7 +482,14 @@ export const CORE_VARIABLES = {
     default: '8080',
     meaning: 'Front-door port (the one clients and the Service use). `0` picks a free port.',
   },
-  HOST: { schema: parsers.str('0.0.0.0'), default: '0.0.0.0', meaning: 'Address both listeners bind to.' },
+  HOST: {
+    schema: parsers.str('0.0.0.0').refine((v) => isIP(v) !== 0 || LISTEN_HOST_NAME.test(v), {
+      error: 'must be an IP address (e.g. 0.0.0.0, ::, 127.0.0.1) or a host name',
+    }),
+    default: '0.0.0.0',
+    meaning:
+      'Address both listeners bind to: an IPv4 or IPv6 address (`::` for every address of both), or a name resolved once at start (a name that does not resolve stops the start, `listen error (HOST)`).',
+  },
   UPSTREAM_URL: {
     schema: parsers.optionalStr.transform((v, ctx) => {
       if (v === undefined) return undefined;
@@ -495,7 +559,7 @@ export const CORE_VARIABLES = {
       .pipe(z.array(z.string().regex(/^\/[^?#\s]*$/, 'entries must be paths starting with "/"'))),
     default: '/api/health',
     meaning:
-      'Comma-separated paths that skip the version and credential checks; each starts with `/`. Exact match (one trailing slash allowed, query ignored, case-sensitive); an entry ending in `/*` is a prefix.',
+      'Comma-separated paths that skip the version and credential checks; each starts with `/`. Exact match (one trailing slash allowed, query ignored, case-sensitive); an entry ending in `/*` is a prefix. Setting it replaces the default: list `/api/health` too to keep it public (the readiness of whatever probes the service through the shim). `/*` makes every path public (no request is checked; the start logs a warning).',
   },
   AUTH_COOKIES: {
     schema: parsers
@@ -529,7 +593,7 @@ export const CORE_VARIABLES = {
     schema: parsers.headerName(DEFAULT_API_KEY_HEADER),
     default: DEFAULT_API_KEY_HEADER,
     meaning:
-      'Header carrying an API key; any non-empty value is a credential (the upstream verifies it). Its value is redacted from logs.',
+      'Header carrying an API key; any non-empty value is a credential (the upstream verifies it). Its value is redacted from logs. Must not be a header every request carries or the shim reads for itself (`Host`, `Cookie`, `CLIENT_VERSION_HEADER`, the framing and hop-by-hop fields): any request would then pass the credential check.',
   },
   MAX_REWRITE_BODY: {
     schema: parsers.byteSize('1mb'),
@@ -552,7 +616,7 @@ export const CORE_VARIABLES = {
     schema: parsers.byteSize('64mb'),
     default: '64mb',
     meaning:
-      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite or up to `REQUEST_BUFFER_BYTES` before they are forwarded (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. Buffers kept only for reuse (a patch\'s spare output) are kept while its use stays within a quarter, so that clients that stop reading patched responses cannot take it either. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). Decoders are held too, with the window their body declares in its first bytes (gzip and deflate 64 KiB, brotli up to 16 MiB, zstd up to 8 MiB): a coded body to rewrite while it is decoded (with `MAX_REWRITE_BODY` of output: decompression bombs), and a patched coded response for as long as it lasts (decoders within three quarters of the budget; a response without room goes out unpatched, `shim_response_patches_skipped_total{reason="budget_exhausted"}`: raise this bound for many slow legacy downloads of brotli or zstd responses, [operations](operations.md)). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
+      'Process-wide bound on bytes the shim holds in memory for rewrites and patches: request bodies held for a rewrite or up to `REQUEST_BUFFER_BYTES` before they are forwarded (reserved as their bytes arrive, released once forwarded or abandoned; a declared `Content-Length` that does not fit the room left is refused at once) and values response patches hold to copy. Request bodies may fill three quarters of it together; the last quarter stays for the patches, so that slow or many uploads never take them out of the responses of other clients. Buffers kept only for reuse (a patch\'s spare output) are kept while its use stays within a quarter, so that clients that stop reading patched responses cannot take it either. At least 8/3 × `MAX_REWRITE_BODY` (a body is held as sent and decoded). Decoders are held too, with the window their body declares in its first bytes (gzip and deflate 64 KiB, brotli up to 16 MiB, zstd up to 8 MiB): a coded body to rewrite while it is decoded (with `MAX_REWRITE_BODY` of output: decompression bombs), and a patched coded response for as long as it lasts (decoders within three quarters of the budget; a response without room goes out unpatched, `shim_response_patches_skipped_total{reason="budget_exhausted"}`: raise this bound for many slow or long-lived legacy downloads of coded responses: at the default about 768 gzip or deflate ones at once, or 12 brotli ones with their usual 4 MiB window, [operations](operations.md)). A request that would exceed its share gets 503 with `Retry-After: 1`, counted in `shim_rejections_total{reason="buffer_budget"}` and logged at `warn`.',
   },
   BODY_TIMEOUT_MS: {
     schema: parsers.ms(30_000),
@@ -599,7 +663,7 @@ export const CORE_VARIABLES = {
     schema: parsers.ms(60_000),
     default: '60000',
     meaning:
-      "No upstream response headers within this many ms after the request was sent → 504 (a request that waits for a connection of a full pool is answered 503 after `UPSTREAM_CONNECT_TIMEOUT_MS` instead). An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the response has started to reach the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). The response starts with the first byte of its body, or `RESPONSE_HEAD_HOLD_MS` after the upstream's head when its body is slower: until then the client has received nothing, and gets the 504.",
+      "No upstream response headers within this many ms after the request was sent → 504 (a request that waits for a connection of a full pool is answered 503 after `UPSTREAM_CONNECT_TIMEOUT_MS` when that is the shorter). An upstream socket idle that long in any phase also ends the exchange: before the response headers → 504 (408 when it is a streamed request body that stopped arriving: the upstream took all of it and waits for the rest); **once the response has started to reach the client, the client connection is aborted, not answered with 504** (a status was sent; a cut body must never look complete). The response starts with the first byte of its body, or `RESPONSE_HEAD_HOLD_MS` after the upstream's head when its body is slower: until then the client has received nothing, and gets the 504.",
   },
   RESPONSE_HEAD_HOLD_MS: {
     schema: parsers.ms(HEAD_HOLD_MS),
@@ -622,7 +686,7 @@ export const CORE_VARIABLES = {
   UPSTREAM_MAX_CONNECTIONS: {
     schema: parsers.count(UPSTREAM_POOL_SOCKETS, MAX_POOL_CONNECTIONS),
     default: String(UPSTREAM_POOL_SOCKETS),
-    meaning: `Most connections to the upstream at once (the pool's size; at most ${UPSTREAM_POOL_IDLE_SOCKETS} of them kept idle). Each request being forwarded holds one until its response has been read whole, so a long-lived response (server-sent events, a long poll, a download to a slow client) holds one for as long as it lasts. When all are in use, a request waits for one at most \`UPSTREAM_CONNECT_TIMEOUT_MS\`, then gets 503 with \`Retry-After: 1\`, counted in \`shim_rejections_total{reason="pool_full"}\` and logged at \`warn\`; never sent upstream (\`shim_upstream_requests_waiting\` counts those waiting). Raise it for many long-lived streams (each also holds a client connection: two file descriptors), or add replicas ([operations](operations.md#streaming-responses)). 1–${MAX_POOL_CONNECTIONS}; at least \`MAX_STREAMING_UPLOADS\`.`,
+    meaning: `Most connections to the upstream at once (the pool's size; at most ${UPSTREAM_POOL_IDLE_SOCKETS} of them kept idle). Each request being forwarded holds one until its response has been read whole, so a long-lived response (server-sent events, a long poll, a download to a slow client) holds one for as long as it lasts. When all are in use, a request waits for one at most \`UPSTREAM_CONNECT_TIMEOUT_MS\` (or \`UPSTREAM_TIMEOUT_MS\` when shorter: 504), then gets 503 with \`Retry-After: 1\`, counted in \`shim_rejections_total{reason="pool_full"}\` and logged at \`warn\`; never sent upstream (\`shim_upstream_requests_waiting\` counts those waiting). Raise it for many long-lived streams (each also holds a client connection: two file descriptors), or add replicas ([operations](operations.md#streaming-responses)). 1–${MAX_POOL_CONNECTIONS}; at least \`MAX_STREAMING_UPLOADS\`.`,
   },
   FORWARDED_HEADERS: {
     schema: parsers.str('append').pipe(z.enum(['append', 'replace'], { error: 'must be append or replace' })),
@@ -801,8 +865,18 @@ export function loadConfig(
       `REQUEST_BUFFER_BYTES: must be at most three quarters of MAX_BUFFERED_BYTES (${requestBodyShare(e.MAX_BUFFERED_BYTES)} bytes), the share request bodies may hold`,
     );
   }
+  // An API key header that every request carries, or that the shim reads as something else, would let
+  // any request through the credential gate (SPEC §3): e.g. `Service-Client-Version`, `Host`, `Cookie`.
+  if (e.API_KEY_HEADER !== undefined) {
+    const key = e.API_KEY_HEADER.toLowerCase();
+    if (NOT_AN_API_KEY_HEADER.has(key) || key === e.CLIENT_VERSION_HEADER?.toLowerCase()) {
+      problems.push(
+        `API_KEY_HEADER: must not be "${e.API_KEY_HEADER}", which every request carries or the shim reads for itself: any request would pass the credential check`,
+      );
+    }
+  }
   // Every streamed upload holds a connection of the pool: more slots than connections bound nothing.
-  // Unset, the slots are half the pool (512 of the default 1024), whatever its size.
+  // Unset, the slots are 512, or half of a smaller pool (rounded up: a pool of 1 has 1).
   const uploadsSet = (env.MAX_STREAMING_UPLOADS ?? '') !== '';
   const maxStreamingUploads =
     uploadsSet || e.UPSTREAM_MAX_CONNECTIONS === undefined
@@ -844,7 +918,7 @@ export function loadConfig(
     apiKeyHeader: e.API_KEY_HEADER.toLowerCase(),
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
     plugins: pluginSettings,
-    warnings: unknownVariableWarnings(env, names),
+    warnings: [...unknownVariableWarnings(env, names), ...publicPathWarnings(e.PUBLIC_PATHS)],
     maxRewriteBody: e.MAX_REWRITE_BODY,
     maxBufferedBytes: e.MAX_BUFFERED_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,

@@ -50,8 +50,8 @@ let runtime: Runtime | undefined;
 // 0, and a demo backend already spawned left running without its parent (docs/reliability.md fix 132).
 // The start completes, then drains at once; a second signal exits 1 (the demo backend killed on exit).
 let signalled: NodeJS.Signals | undefined;
-/** The two listeners' ports, once the configuration is read: to name the one a listen error is about. */
-let ports: Pick<Config, 'port' | 'adminPort'> | undefined;
+/** The listeners' address and ports, once the configuration is read: to name what a listen error is about. */
+let ports: Pick<Config, 'host' | 'port' | 'adminPort'> | undefined;
 onStopSignal(shutdown);
 try {
   config = loadConfig(process.env, PLUGINS, { requireUpstream: !demo });
@@ -60,6 +60,12 @@ try {
 } catch (err) {
   if (err instanceof ConfigError) {
     for (const problem of err.problems) process.stderr.write(`config error: ${problem}\n`);
+  } else if (
+    (err as NodeJS.ErrnoException).syscall === 'getaddrinfo' &&
+    (err as { hostname?: string }).hostname === ports?.host
+  ) {
+    // HOST is a name that does not resolve: both listeners bind it.
+    process.stderr.write(`listen error (HOST): ${(err as Error).message}\n`);
   } else if ((err as NodeJS.ErrnoException).syscall === 'listen') {
     // Which variable names the port: both listeners bind the same HOST.
     const { port } = err as { port?: number };

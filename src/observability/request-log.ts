@@ -30,19 +30,28 @@ import { loggerForLine } from './logger.ts';
  * refusal? (the message of the shim's refusal), …exchange.logFields, aborted?}`, `msg: "request completed"`, level `info` (`error` for a
  * 5xx status, but for the shim's 501 to a protocol upgrade and 505 to another HTTP version,
  * `CLIENT_CAUSED_5XX`: the client's doing, which any client can repeat, so it must not fill the error
- * log). `aborted: true` marks a connection that closed before its response ended.
+ * log). `aborted: true` marks a connection that closed before its response ended; such a line is at
+ * `error` when an upstream failure cut it (`upstreamError`: a stream the upstream reset or left silent
+ * past `UPSTREAM_TIMEOUT_MS`), as the 502 or 504 it would have been before the response started.
  * @param logger The process logger.
- * @returns `(req, res, arrived, onFinish?)`: `arrived` is `performance.now()` at arrival, in ms;
- *   `onFinish` runs when the response finished, just before its line is written (not for an abort).
- * @throws Nothing (nor does the returned function, which only adds listeners); what `onFinish` throws
- *   is thrown from the response's `finish` event, and that line is not written.
+ * @returns `(req, res, arrived, onFinish?, onAbort?)`: `arrived` is `performance.now()` at arrival, in
+ *   ms; `onFinish` runs when the response finished, just before its line is written (not for an abort);
+ *   `onAbort` when the connection closed first, just before that line is written.
+ * @throws Nothing (nor does the returned function, which only adds listeners); what `onFinish` or
+ *   `onAbort` throws is thrown from the response's event, and that line is not written.
  */
 export function createRequestLog(
   logger: Logger,
-): (req: IncomingMessage, res: ServerResponse, arrived: number, onFinish?: () => void) => void {
+): (
+  req: IncomingMessage,
+  res: ServerResponse,
+  arrived: number,
+  onFinish?: () => void,
+  onAbort?: () => void,
+) => void {
   const pick = loggerForLine(logger);
   let counter = 0;
-  return (req, res, arrived, onFinish) => {
+  return (req, res, arrived, onFinish, onAbort) => {
     const reqId = ++counter;
     // Read now: once the socket is gone, a peer address never read is lost (Node caches it per socket).
     const remoteAddress = req.socket.remoteAddress;
@@ -53,6 +62,7 @@ export function createRequestLog(
     };
     const closed = () => {
       res.off('finish', finished);
+      onAbort?.();
       writeLine(pick, reqId, arrived, remoteAddress, req, res);
     };
     res.on('finish', finished);
@@ -98,7 +108,9 @@ function writeLine(
   if (!res.writableFinished) line.aborted = true;
   const logger = pick(line);
   const clientCaused = state?.rejection !== undefined && CLIENT_CAUSED_5XX.has(state.rejection);
-  if (status >= 500 && !clientCaused) logger.error(line, 'request completed');
+  // An abort an upstream failure caused is that failure's line, as its 502 or 504 would have been.
+  const upstreamCut = line.aborted === true && line.upstreamError !== undefined;
+  if ((status >= 500 && !clientCaused) || upstreamCut) logger.error(line, 'request completed');
   else logger.info(line, 'request completed');
 }
 

@@ -9,6 +9,8 @@
  * on the response has started, and a failure aborts it as for any started response (SPEC §6).
  */
 
+import { type Deadline, startDeadline } from './own-pause.ts';
+
 /**
  * The longest a response head waits for its body's first byte, in ms, before it is sent alone. Longer
  * than a body takes to follow its head from a live upstream (the same write, or the next packets);
@@ -24,17 +26,25 @@ export interface HeldResponse {
   readonly writableEnded: boolean;
   /** Sends a written head now, without waiting for the body (Node's `OutgoingMessage.flushHeaders`). */
   flushHeaders(): void;
+  /** The response closed (ended, answered otherwise, or its client gone): the hold ends with it. */
+  once(event: 'close', listener: () => void): unknown;
 }
 
-/** The timer functions {@link holdHead} uses: Node's, or a test's own clock. */
+/** The timer functions {@link holdHead} uses: the shim's deadlines, or a test's own clock. */
 export interface HoldTimers {
   set(callback: () => void, ms: number): unknown;
   clear(handle: unknown): void;
 }
 
-const NODE_TIMERS: HoldTimers = {
-  set: (callback, ms) => setTimeout(callback, ms).unref(),
-  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+/**
+ * A deadline that reads the I/O already in the kernel before it acts (own-pause.ts `startDeadline`): an
+ * event loop stalled past the hold (a long collection, a throttled CPU, a stopped process) first reads
+ * the body's first byte, or the upstream's reset (then answered 502 as before), instead of sending a
+ * head that a failure read a moment later turns into an abort.
+ */
+const DEADLINES: HoldTimers = {
+  set: (callback, ms) => startDeadline(callback, ms),
+  clear: (handle) => (handle as Deadline).clear(),
 };
 
 /** A response head waiting for its body ({@link holdHead}). */
@@ -54,8 +64,8 @@ export interface HeadHold {
  * was answered, ended or destroyed meanwhile (a 502, the client gone).
  *
  * Only for a response that may have a body (not a HEAD's, a 204's or a 304's, whose heads go out at
- * once). A hold that nothing ends (the client went away first) ends when its timer runs, a no-op then;
- * the timer never keeps the process alive.
+ * once). The hold also ends when the response closes first (a 502, the client gone), so that it keeps
+ * nothing alive. The deadline reads pending I/O before it acts (own-pause.ts `startDeadline`).
  * @param res The client's response.
  * @param writeHead Writes the head (`res.writeHead` with this response's head); called at most once,
  *   by `start` or by the timer.
@@ -68,7 +78,7 @@ export function holdHead(
   res: HeldResponse,
   writeHead: () => void,
   holdMs: number,
-  timers: HoldTimers = NODE_TIMERS,
+  timers: HoldTimers = DEADLINES,
 ): HeadHold {
   let timer: unknown = timers.set(() => {
     timer = undefined;
@@ -81,6 +91,9 @@ export function holdHead(
     timers.clear(timer);
     timer = undefined;
   };
+  // A response that ends without its body starting (a 502, the client gone) ends the hold: its timer
+  // would otherwise keep the exchange (response, upstream response, headers) until it ran.
+  res.once('close', cancel);
   return {
     start: () => {
       cancel();

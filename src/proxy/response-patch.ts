@@ -20,8 +20,9 @@ export type PatchPlan =
   /** No body (the answer to a HEAD, a 204, 205 or 304): the head the patched GET would carry, alone. */
   | { readonly kind: 'head' }
   /**
-   * Passed through as it comes, unpatched: a 206 (`reason` undefined: a part is not a document), or a
-   * content coding the shim cannot undo (`unsupported_encoding`, counted).
+   * Passed through as it comes, unpatched: a content coding the shim cannot undo
+   * (`unsupported_encoding`, counted, whatever the status), or a 206 (`reason` undefined: a part is not
+   * a document).
    */
   | { readonly kind: 'pass'; readonly reason: 'unsupported_encoding' | undefined }
   /** Patched as it comes; through a decoder and an encoder unless `coding` is `identity`. */
@@ -51,7 +52,8 @@ const PATCH_PLANS = new Map<SupportedCoding, PatchPlan>(
 export function patchPlan(bodiless: boolean, status: number, contentEncoding: string | undefined): PatchPlan {
   if (bodiless) return HEAD_PLAN;
   const coding = supportedCoding(contentEncoding);
-  if (coding === undefined) return status === 206 ? PARTIAL_PLAN : UNSUPPORTED_PLAN;
+  // A coding the shim cannot undo is counted whatever the status, a 206 included (as before the plan).
+  if (coding === undefined) return UNSUPPORTED_PLAN;
   if (status === 206) return PARTIAL_PLAN;
   return PATCH_PLANS.get(coding) as PatchPlan;
 }

@@ -2,7 +2,11 @@
  * Static properties of the Dockerfile that the container smoke test (scripts/container-smoke.sh,
  * which needs podman) relies on, checked on every test run.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { nodeFlagsOf } from '../../bench/lib/shipped.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -96,6 +100,34 @@ describe('Dockerfile', () => {
     expect(healthcheck).toContain('fetch(');
     expect(healthcheck).toContain('/healthz');
     expect(healthcheck).toContain(`process.env.ADMIN_PORT||${config.adminPort}`);
+  });
+
+  it.each([
+    ['unset (every address)', undefined, '127.0.0.1'],
+    ['0.0.0.0', '0.0.0.0', '127.0.0.1'],
+    ['one address', '127.0.0.2', '127.0.0.2'],
+    ['one IPv6 address', '::1', '::1'],
+  ])('the health check asks the admin listener where it listens: HOST %s', async (_what, host, listenOn) => {
+    // A listener bound to one address is not reachable on 127.0.0.1: the container was unhealthy.
+    const [healthcheck] = final('HEALTHCHECK');
+    const argv = JSON.parse(healthcheck!.slice(healthcheck!.indexOf('CMD ') + 4)) as string[];
+    expect(argv.slice(0, 2)).toEqual(['node', '-e']);
+    const server = http.createServer((req, res) => res.writeHead(req.url === '/healthz' ? 200 : 404).end());
+    server.listen(0, listenOn);
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const env = {
+        PATH: process.env.PATH,
+        ADMIN_PORT: String(port),
+        ...(host !== undefined && { HOST: host }),
+      };
+      const child = spawn(process.execPath, ['-e', argv[2]!], { env, stdio: 'ignore' });
+      const [code] = (await once(child, 'exit')) as [number];
+      expect(code).toBe(0);
+    } finally {
+      server.close();
+    }
   });
 
   it('carries OCI labels', () => {

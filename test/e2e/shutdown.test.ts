@@ -550,4 +550,26 @@ describe.concurrent('start-up failures', () => {
     expect(code).toBe(1);
     expect(stderr.trim()).toMatch(/^listen error \(PORT\): .*EADDRINUSE/);
   });
+
+  it('names HOST when it does not resolve, and refuses one that is no address or name', async ({
+    expect,
+  }) => {
+    // `.invalid` never resolves (RFC 2606 §2); the start said `start error: getaddrinfo ENOTFOUND …`.
+    const unresolved = await runToExit({
+      HOST: 'shim.invalid',
+      PORT: '0',
+      ADMIN_PORT: '0',
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+    });
+    expect(unresolved.code).toBe(1);
+    expect(unresolved.stderr.trim()).toMatch(/^listen error \(HOST\): .*ENOTFOUND shim\.invalid/);
+    const malformed = await runToExit({
+      HOST: 'not a host',
+      PORT: '0',
+      ADMIN_PORT: '0',
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+    });
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr.trim()).toMatch(/^config error: HOST: must be an IP address/);
+  });
 });

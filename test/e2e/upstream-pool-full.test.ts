@@ -46,7 +46,8 @@ describe('a full upstream pool', () => {
     const stack = await startStack({
       UPSTREAM_URL: upstream.url,
       UPSTREAM_MAX_CONNECTIONS: '2',
-      UPSTREAM_CONNECT_TIMEOUT_MS: '300',
+      // Also the holding connections' connect timeout: generous for a loaded machine.
+      UPSTREAM_CONNECT_TIMEOUT_MS: '1000',
     });
     stacks.push(stack);
     expect(await sample(stack, 'shim_upstream_connections_limit')).toBe(2);

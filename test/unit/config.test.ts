@@ -141,6 +141,13 @@ describe('loadConfig defaults', () => {
     );
   });
 
+  it('warns when PUBLIC_PATHS makes every path public', () => {
+    expect(loadConfig({ PUBLIC_PATHS: '/api/health,/*' }).warnings).toContainEqual(
+      expect.stringMatching(/PUBLIC_PATHS includes "\/\*": every path is public/),
+    );
+    expect(loadConfig({ PUBLIC_PATHS: '/api/health,/static/*' }).warnings).toEqual([]);
+  });
+
   it('treats an empty variable as unset', () => {
     const c = loadConfig({
       PORT: '',
@@ -253,7 +260,17 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['UPSTREAM_URL', { UPSTREAM_URL: 'https://x:00/api' }],
     ['CLIENT_VERSION_HEADER', { CLIENT_VERSION_HEADER: 'bad header' }],
     ['SERVICE_VERSION_HEADER', { SERVICE_VERSION_HEADER: 'x:y' }],
+    ['HOST', { HOST: 'not a host' }],
+    ['HOST', { HOST: 'http://0.0.0.0' }],
+    ['HOST', { HOST: '0.0.0.0:8080' }],
     ['API_KEY_HEADER', { API_KEY_HEADER: 'x y' }],
+    // Headers every request carries, or the shim's own: the credential gate would let any request in.
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'Service-Client-Version' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'x-client-version', CLIENT_VERSION_HEADER: 'X-Client-Version' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'Host' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'cookie' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'Content-Length' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'x-forwarded-for' }],
     ['SERVICE_VERSION', { SERVICE_VERSION: '1.0' }],
     ['MIN_CLIENT_VERSION', { MIN_CLIENT_VERSION: 'v1' }],
     ['PUBLIC_PATHS', { PUBLIC_PATHS: 'api/health' }],
@@ -442,6 +459,14 @@ describe('parseInstant: the one ISO 8601 instant parser', () => {
     // A date-time without its zone would be read in the host's TZ.
     ['2027-01-12T14:00', undefined, undefined],
     ['2027-01-12T14:00:60Z', undefined, undefined],
+    // A day the month does not have: Date.parse rolled it over (2026-02-30 was 2 March).
+    ['2026-02-30', undefined, undefined],
+    ['2026-02-29T00:00Z', undefined, undefined],
+    ['2026-04-31T12:00Z', undefined, undefined],
+    ['2026-02-00', undefined, undefined],
+    ['2024-02-29', Date.UTC(2024, 1, 29), undefined],
+    ['2024-02-29T12:00+02:00', Date.UTC(2024, 1, 29, 10), Date.UTC(2024, 1, 29, 10)],
+    ['2026-12-31T23:59Z', Date.UTC(2026, 11, 31, 23, 59), Date.UTC(2026, 11, 31, 23, 59)],
     ['Jan 12 2027', undefined, undefined],
     ['', undefined, undefined],
   ])('%j', (text, withDate, withoutDate) => {

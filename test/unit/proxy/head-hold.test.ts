@@ -43,8 +43,15 @@ function fakeResponse(state: Partial<HeldResponse> = {}) {
     writableEnded: false,
     flushed: 0,
     written: 0,
+    onClose: [] as Array<() => void>,
     flushHeaders() {
       this.flushed++;
+    },
+    once(_event: 'close', listener: () => void) {
+      this.onClose.push(listener);
+    },
+    close() {
+      for (const listener of this.onClose.splice(0)) listener();
     },
     ...state,
   };
@@ -104,15 +111,7 @@ describe('holdHead', () => {
 
   it('a head that writeHead refused (the response destroyed by it) is not flushed', () => {
     const clock = manualTimers();
-    const res = {
-      headersSent: false,
-      destroyed: false,
-      writableEnded: false,
-      flushed: 0,
-      flushHeaders() {
-        this.flushed++;
-      },
-    };
+    const { res } = fakeResponse();
     holdHead(
       res,
       () => {
@@ -123,6 +122,16 @@ describe('holdHead', () => {
     );
     clock.fire();
     expect(res.flushed).toBe(0);
+  });
+
+  it('the response closing first (a 502, the client gone) ends the hold: nothing keeps the exchange', () => {
+    const clock = manualTimers();
+    const { res, writeHead } = fakeResponse();
+    holdHead(res, writeHead, 250, clock.timers);
+    res.close();
+    expect(clock.armed()).toBe(false);
+    expect(clock.cleared()).toBe(1);
+    expect(res.written).toBe(0);
   });
 
   it('cancel ends the hold without writing; start then still writes the head', () => {
