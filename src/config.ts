@@ -657,7 +657,7 @@ export const CORE_VARIABLES = {
       return text;
     }),
     meaning:
-      'For an `https:` upstream: a PEM file of CA certificates trusted in addition to Node\'s root store (a private CA). Read once at start into one trust store for every connection; unreadable, without a certificate, or with a block that does not parse as one → config error. TLS verification is always on; the server name (SNI) is the `UPSTREAM_URL` host, never the client\'s `Host`. An upstream whose certificate does not verify → 502 (`shim_upstream_errors_total{kind="refused"}`).',
+      'For an `https:` upstream: a PEM file of CA certificates trusted in addition to Node\'s root store (a private CA). Read once at start into one trust store for every connection; unreadable, without a certificate, or with a block that does not parse as one → config error. TLS verification is always on; the server name (SNI) is the `UPSTREAM_URL` host, never the client\'s `Host`. An upstream whose certificate does not verify → 502 (`shim_upstream_errors_total{kind="refused"}`). Set for an `http:` upstream it is not used, and the start logs a warning.',
   },
   UPSTREAM_TIMEOUT_MS: {
     schema: parsers.ms(60_000),
@@ -918,7 +918,13 @@ export function loadConfig(
     apiKeyHeader: e.API_KEY_HEADER.toLowerCase(),
     corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
     plugins: pluginSettings,
-    warnings: [...unknownVariableWarnings(env, names), ...publicPathWarnings(e.PUBLIC_PATHS)],
+    warnings: [
+      ...unknownVariableWarnings(env, names),
+      ...publicPathWarnings(e.PUBLIC_PATHS),
+      ...(e.UPSTREAM_CA_FILE !== undefined && e.UPSTREAM_URL?.protocol === 'http:'
+        ? ['UPSTREAM_CA_FILE is set but UPSTREAM_URL is http: (no TLS): the CA file is not used']
+        : []),
+    ],
     maxRewriteBody: e.MAX_REWRITE_BODY,
     maxBufferedBytes: e.MAX_BUFFERED_BYTES,
     bodyTimeoutMs: e.BODY_TIMEOUT_MS,

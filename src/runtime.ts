@@ -13,7 +13,8 @@
  *    started (requests that arrive on an open keep-alive socket meanwhile are still served, also with
  *    `Connection: close`); each connection closes once its response has ended and the client has
  *    closed its side (see {@link trackConnections});
- * 4. after `SHUTDOWN_TIMEOUT_MS` the remaining connections are cut;
+ * 4. after `SHUTDOWN_TIMEOUT_MS` the remaining connections are cut, and their exchanges' request lines
+ *    (`aborted: true`) written before the next step;
  * 5. the upstream pool, the admin listener and the demo backend close.
  */
 import { once } from 'node:events';

@@ -1,8 +1,10 @@
 /**
- * The response-patch seam (SPEC §6; issue 9 item 1): the plugins' streaming patches of one response
- * body, chained, and the pumps that feed them — the upstream's chunks straight to the client
- * (`pumpPatch`), or between the decoder and the encoder of a content coding (`pumpCodedPatch`). Bytes
- * leave as they arrive; only what a patch holds back (bounded by the patch itself) stays in memory.
+ * The response-patch seam (SPEC §6; issue 9 item 1): how a response a plugin asked to patch goes
+ * (`patchPlan`), the reservation of a coded response's decoder window (`reserveDecoderWindow`), the
+ * plugins' streaming patches of one response body, chained, and the pumps that feed them — the
+ * upstream's chunks straight to the client (`pumpPatch`), or between the decoder and the encoder of a
+ * content coding (`pumpCodedPatch`). Bytes leave as they arrive; only what a patch holds back (bounded
+ * by the patch itself) stays in memory.
  */
 import type { Transform } from 'node:stream';
 import { pauseUntilDrain, releaseChunk } from './body-pump.ts';

@@ -1,8 +1,9 @@
 /**
  * Writing the upstream's response to the client (SPEC §4, §6): the response head for a streamed
- * or a patched body, and `Vary` merging. The patch pumps (response-patch.ts) send a patched
- * response's head only with its first body byte, so that an upstream dying before any byte can still
- * be answered with a 502.
+ * or a patched body, `Vary` merging, bodiless responses, a HEAD's chunked framing and relayable reason
+ * phrases. Every response's head (patched or passed through) goes with its first body byte, or alone
+ * after `RESPONSE_HEAD_HOLD_MS` (head-hold.ts); until then an upstream failure is still answered with a
+ * 502 or 504.
  */
 import { endToEndRawHeaders } from './hop-by-hop.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';

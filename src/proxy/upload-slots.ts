@@ -3,8 +3,9 @@
  * inside the upstream pool. A streamed body (a chunked one, or the rest of one larger than
  * `REQUEST_BUFFER_BYTES`) holds its upstream connection for as long as the client takes to send it, so
  * clients that trickle such bodies — a chunked R.U.D.Y., or 64 KiB sent at once and the rest a byte at a
- * time — could hold every connection of the pool (`UPSTREAM_POOL_SOCKETS`), and every other request
- * then waited for one and got 504 after `UPSTREAM_TIMEOUT_MS` (docs/reliability.md fix 122). With the
+ * time — could hold every connection of the pool (`UPSTREAM_MAX_CONNECTIONS`), and every other request
+ * then waited for one and got 504 after `UPSTREAM_TIMEOUT_MS` (docs/reliability.md fix 122; since fix 142
+ * a 503 `pool_full` after `UPSTREAM_CONNECT_TIMEOUT_MS`). With the
  * bound, they hold at most `limit` connections; the rest of the pool stays for requests whose bodies
  * have arrived (or that have none), and a streamed body beyond the bound gets 503 with `Retry-After`,
  * as Envoy's circuit breakers answer a cluster's overflow. The bodies still stream (SPEC §4).

@@ -1,6 +1,7 @@
 /**
  * One exchange's attempts at the upstream (SPEC §4): sends the request on the keep-alive pool, times it
- * (`UPSTREAM_TIMEOUT_MS`), passes an upstream's 103 on, decides each failure with upstream-error.ts
+ * (`UPSTREAM_TIMEOUT_MS`; a wait for a connection of a full pool: `UPSTREAM_CONNECT_TIMEOUT_MS`, then
+ * `poolFull`), passes an upstream's 103 on, decides each failure with upstream-error.ts
  * (replay once, answer, abort, or let a whole response finish) and hands the response head, or the
  * failure, back to the forwarder. The sockets, timers and listeners of an attempt; the decisions are
  * upstream-error.ts's, pure.

@@ -208,6 +208,15 @@ describe('an upstream that speaks only h2 (ALPN)', () => {
 });
 
 describe('UPSTREAM_CA_FILE is read once at start', () => {
+  it('set for an http: upstream, it is not used, and the start says so', () => {
+    expect(
+      loadConfig({ UPSTREAM_URL: 'http://backend:3000', UPSTREAM_CA_FILE: caFile }).warnings,
+    ).toContainEqual(expect.stringMatching(/UPSTREAM_CA_FILE is set but UPSTREAM_URL is http:/));
+    expect(loadConfig({ UPSTREAM_URL: 'https://backend:3000', UPSTREAM_CA_FILE: caFile }).warnings).toEqual(
+      [],
+    );
+  });
+
   it('an unreadable file is a configuration error', () => {
     expect(() =>
       loadConfig({ UPSTREAM_URL: 'https://x', UPSTREAM_CA_FILE: join(dir, 'missing.pem') }),
