@@ -32,6 +32,7 @@ import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
   INVALID_STATUS_CODE,
+  idleCause,
   NO_RESPONSE_CODE,
   relayableTransferCoding,
   SHIM_TIMEOUT_CODE,
@@ -214,40 +215,29 @@ export function createUpstreamAttempt(
       if (req.method === 'HEAD') upstreamReq.shouldKeepAlive = false;
       state.upstreamStartedAt = performance.now();
 
+      /** A deadline of this attempt fired: whose stall it is decides the answer (upstream-error.ts `idleCause`). */
       const onTimeout = () => {
-        if (headReceived && res.writableNeedDrain) {
-          // The client has not taken what was written to it: backpressure paused the upstream's read,
-          // and the upstream socket is idle because of the client. The exchange is cut all the same
-          // (a slow reader holds an upstream connection), but it is no upstream failure: not counted in
-          // shim_upstream_errors_total, whose alert would send the on-call to a healthy upstream.
-          headerTimer?.clear();
-          failed = true;
-          state.exchange.logFields.clientStalled = true;
-          upstreamReq.destroy();
-          resetStalledClient(res);
+        const cause = idleCause({
+          headReceived,
+          clientBackedUp: res.writableNeedDrain,
+          streamedBody: body === 'stream',
+          uploadComplete: req.complete,
+          established: isEstablished(upstreamReq.socket),
+          upstreamBackedUp: upstreamReq.writableNeedDrain,
+        });
+        if (cause === 'upstream') {
+          timeOut();
           return;
         }
-        if (
-          !headReceived &&
-          body === 'stream' &&
-          !req.complete &&
-          isEstablished(upstreamReq.socket) &&
-          !upstreamReq.writableNeedDrain
-        ) {
-          // The upload, not the upstream, is idle: everything the client sent went upstream (no
-          // backpressure), and the upstream waits for the rest of a body that does not come. A client's
-          // stall, as above, answered 408: not counted in shim_upstream_errors_total, and not a 504 that
-          // tells the client to blame the upstream (docs/reliability.md fix 72). Not while the
-          // connection is still being made: the body waits in the shim then, and the upstream socket is
-          // idle however the client sends (fix 76).
-          headerTimer?.clear();
-          failed = true;
-          state.exchange.logFields.clientStalled = true;
-          upstreamReq.destroy();
-          uploadStalled(f);
-          return;
-        }
-        timeOut();
+        // A client's stall: cut all the same (a slow reader, or an upload that stopped, holds an upstream
+        // connection), but no upstream failure, so not counted in shim_upstream_errors_total, whose
+        // alert would send the on-call to a healthy upstream.
+        headerTimer?.clear();
+        failed = true;
+        state.exchange.logFields.clientStalled = true;
+        upstreamReq.destroy();
+        if (cause === 'client_stalled') resetStalledClient(res);
+        else uploadStalled(f);
       };
       /** The shim's own timeout, the upstream's fault: 504 before its head, an abort after it. */
       const timeOut = () => {

@@ -209,6 +209,43 @@ export interface UpstreamFailure {
   readonly replayed: boolean;
 }
 
+/** What an upstream attempt knows when one of its deadlines fires ({@link idleCause}). */
+export interface IdleState {
+  /** The upstream's response head has arrived. */
+  readonly headReceived: boolean;
+  /** The client has not taken what was written to it (`res.writableNeedDrain`): backpressure paused the upstream's read. */
+  readonly clientBackedUp: boolean;
+  /** The request body streams to the upstream as it arrives (not held whole). */
+  readonly streamedBody: boolean;
+  /** The client has sent its whole request body (`req.complete`). */
+  readonly uploadComplete: boolean;
+  /** The upstream connection is made (TCP, and TLS for `https:`; upstream-agent.ts `isEstablished`). */
+  readonly established: boolean;
+  /** The upstream has not taken what was written to it (`ClientRequest.writableNeedDrain`). */
+  readonly upstreamBackedUp: boolean;
+}
+
+/**
+ * Whose stall a fired deadline of an upstream attempt is (`UPSTREAM_TIMEOUT_MS`: the upstream socket
+ * idle, or no head in time):
+ * - `client_stalled`: the response has started and the client stopped reading it; the upstream socket
+ *   is idle because backpressure paused it (docs/reliability.md fix 62). Cut, not an upstream error.
+ * - `upload_stalled`: before the head, a streamed body stopped arriving while the upstream, connected
+ *   and taking everything it was sent, waits for the rest: 408, not a 504 that blames the upstream
+ *   (fix 72); not while the connection is still being made, when the body waits in the shim (fix 76).
+ * - `upstream`: the upstream's own silence: 504 before the head, an abort after it.
+ * @param s What the attempt knows ({@link IdleState}).
+ * @returns The cause. Pure; never throws.
+ * @example
+ * idleCause({ headReceived: true, clientBackedUp: true, streamedBody: false, uploadComplete: true, established: true, upstreamBackedUp: false }) // → 'client_stalled'
+ */
+export function idleCause(s: IdleState): 'client_stalled' | 'upload_stalled' | 'upstream' {
+  if (s.headReceived && s.clientBackedUp) return 'client_stalled';
+  if (!s.headReceived && s.streamedBody && !s.uploadComplete && s.established && !s.upstreamBackedUp)
+    return 'upload_stalled';
+  return 'upstream';
+}
+
 /** The decision for an {@link UpstreamFailure}. */
 export type UpstreamDecision =
   | { readonly action: 'replay' }

@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import {
   decideUpstreamFailure,
   IDEMPOTENT_METHODS,
+  type IdleState,
   INVALID_STATUS_CODE,
+  idleCause,
   NO_RESPONSE_CODE,
   relayableTransferCoding,
   SWITCHED_PROTOCOLS_CODE,
@@ -165,5 +167,50 @@ describe('decideUpstreamFailure', () => {
 describe('IDEMPOTENT_METHODS', () => {
   it('are the RFC 9110 §9.2.2 ones', () => {
     expect([...IDEMPOTENT_METHODS].sort()).toEqual(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PUT', 'TRACE']);
+  });
+});
+
+describe('idleCause (whose stall a fired deadline is)', () => {
+  /** An attempt whose upstream went silent before its head: no body, nothing backed up. */
+  const quiet: IdleState = {
+    headReceived: false,
+    clientBackedUp: false,
+    streamedBody: false,
+    uploadComplete: true,
+    established: true,
+    upstreamBackedUp: false,
+  };
+
+  it.each<[string, Partial<IdleState>, ReturnType<typeof idleCause>]>([
+    ['the upstream silent before its head', {}, 'upstream'],
+    ['the upstream silent after its head, the client reading', { headReceived: true }, 'upstream'],
+    // fix 62: backpressure paused the upstream's read because the client stopped reading.
+    ['the client not reading the response', { headReceived: true, clientBackedUp: true }, 'client_stalled'],
+    // fix 72: everything sent went upstream, which waits for the rest of a body that does not come.
+    [
+      'a streamed body that stopped arriving',
+      { streamedBody: true, uploadComplete: false },
+      'upload_stalled',
+    ],
+    // fix 76: the connection is still being made; the body waits in the shim, whatever the client does.
+    [
+      'a streamed body while the connection is made',
+      { streamedBody: true, uploadComplete: false, established: false },
+      'upstream',
+    ],
+    // The upstream stopped taking the body: its own stall.
+    [
+      'a streamed body the upstream stopped reading',
+      { streamedBody: true, uploadComplete: false, upstreamBackedUp: true },
+      'upstream',
+    ],
+    [
+      'a streamed body sent whole, the upstream silent',
+      { streamedBody: true, uploadComplete: true },
+      'upstream',
+    ],
+    ['a client backed up before any head (nothing written to it)', { clientBackedUp: true }, 'upstream'],
+  ])('%s → %s', (_what, change, expected) => {
+    expect(idleCause({ ...quiet, ...change })).toBe(expected);
   });
 });
