@@ -162,6 +162,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     shim.onServerRejection,
     shim.ownHeaders,
   );
+  // Declared right after the server it tracks: the handler above reads it once requests arrive.
+  const connections = trackConnections(front, () => draining);
   const admin = createAdminServer({
     registry: metrics.registry,
     upstreamReachable: () => probe(),
@@ -170,7 +172,6 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     routes: shim.adminRoutes,
     onError: (err, path) => logger.error({ err, path }, 'admin route failed'),
   });
-  const connections = trackConnections(front, () => draining);
 
   const closeQuietly = async () => {
     for (const server of [front, admin]) {
