@@ -8,6 +8,14 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import type { Logger } from 'pino';
 import { aliasPlugin } from './aliases/index.ts';
 import type { Config, PluginDefinition } from './config.ts';
+import {
+  REJECTION_RETRY_AFTER,
+  type RejectionReason,
+  type ServerRejection,
+  ShimError,
+} from './core/errors.ts';
+import { createExchangeState, type ExchangeState, type Gate, stateOf } from './core/exchange.ts';
+import type { AdminRoute, PluginContext, ProxyPlugin } from './core/types.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
 import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
@@ -22,19 +30,11 @@ import {
 } from './observability/metrics.ts';
 import { createRequestLog, logPath } from './observability/request-log.ts';
 import { createBufferBudget } from './proxy/buffer-budget.ts';
-import {
-  REJECTION_RETRY_AFTER,
-  type RejectionReason,
-  type ServerRejection,
-  ShimError,
-} from './proxy/errors.ts';
-import { createExchangeState, type ExchangeState, type Gate, stateOf } from './proxy/exchange.ts';
 import { createForwarder, type Forwarder } from './proxy/forward.ts';
 import { headerValue } from './proxy/raw-headers.ts';
 import { ClientAbortedError, hasLargeUnreadBody } from './proxy/request-body.ts';
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';
-import type { AdminRoute, PluginContext, ProxyPlugin } from './proxy/types.ts';
 import { createUploadSlots } from './proxy/upload-slots.ts';
 import type { UpstreamTransportOptions } from './proxy/upstream-agent.ts';
 

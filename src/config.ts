@@ -16,10 +16,10 @@ import { isIP } from 'node:net';
 import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
+import type { PluginContext, ProxyPlugin } from './core/types.ts';
 import { requestBodyShare } from './proxy/buffer-budget.ts';
 import { HEAD_HOLD_MS } from './proxy/head-hold.ts';
 import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
-import type { PluginContext, ProxyPlugin } from './proxy/types.ts';
 import {
   UPSTREAM_CONNECT_TIMEOUT_MS,
   UPSTREAM_IDLE_TIMEOUT_MS,

@@ -8,8 +8,8 @@
  * layer (SPEC §10).
  */
 import { DEFAULT_API_KEY_HEADER, type PluginDefinition } from '../config.ts';
+import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../core/types.ts';
 import { logPath } from '../observability/request-log.ts';
-import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../proxy/types.ts';
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
 import { type AliasSettings, aliasConfig } from './config.ts';
 import { consumerOf, countsAsUse, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';

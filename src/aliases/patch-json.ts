@@ -3,9 +3,10 @@
  * any depth, as a stream and without re-serializing anything (SPEC §6; service document part 9, rule 2;
  * RFC 8259).
  */
+
+import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../core/types.ts';
 import { ownsMemory } from '../proxy/body-pump.ts';
 import { tryReserveReusable } from '../proxy/buffer-budget.ts';
-import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../proxy/types.ts';
 import {
   JsonStreamScanner,
   type KeyNames,

@@ -2,7 +2,7 @@
  * Renames deprecated top-level members of a JSON request body to their canonical names, editing the
  * bytes in place (SPEC §5; service document part 9, rule 1: the canonical field wins).
  */
-import { ShimError } from '../proxy/errors.ts';
+import { ShimError } from '../core/errors.ts';
 import {
   type KeyNames,
   type ScanHandler,

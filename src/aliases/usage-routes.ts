@@ -3,9 +3,9 @@
  * lists the {@link UsageTable}'s consumers, `DELETE /aliases/usage` starts a fresh table.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JSON_CONTENT_TYPE } from '../proxy/errors.ts';
+import { JSON_CONTENT_TYPE } from '../core/errors.ts';
+import type { AdminRoute } from '../core/types.ts';
 import { sendJson } from '../proxy/respond.ts';
-import type { AdminRoute } from '../proxy/types.ts';
 import type { UsageRanking, UsageTable } from './usage-table.ts';
 
 /** Consumers described and serialised per turn of the event loop (~3 ms of work each). */
@@ -78,7 +78,7 @@ export const USAGE_PATH = '/aliases/usage';
  * @param now The clock, ms since the epoch: `since` is when the table was created or last reset.
  * @param onReset Told of each reset: the requests and consumers the table held, its `since`, and the
  *   admin client's address.
- * @returns The two routes, for a plugin's `adminRoutes` (`ProxyPlugin`, proxy/types.ts; the core answers
+ * @returns The two routes, for a plugin's `adminRoutes` (`ProxyPlugin`, core/types.ts; the core answers
  *   `HEAD` as `GET`, other methods with 405).
  * @throws Nothing (it calls `now` once). The handlers throw only a `RangeError` from
  *   `toISOString` when `now` returned no valid time (the core answers a thrown error with 500).

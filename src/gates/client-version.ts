@@ -2,8 +2,8 @@
  * The client-version gate (service document part 9; SPEC §3 step 4).
  */
 import { lt, parse, type SemVer } from 'semver';
-import { ShimError } from '../proxy/errors.ts';
-import type { Gate } from '../proxy/exchange.ts';
+import { ShimError } from '../core/errors.ts';
+import type { Gate } from '../core/exchange.ts';
 import { forwardedValue } from '../proxy/hop-by-hop.ts';
 import { headerCount } from '../proxy/raw-headers.ts';
 

@@ -4,8 +4,8 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { parse as parseCookie } from 'cookie';
-import { ShimError } from '../proxy/errors.ts';
-import type { Gate } from '../proxy/exchange.ts';
+import { ShimError } from '../core/errors.ts';
+import type { Gate } from '../core/exchange.ts';
 import { forwardedValue } from '../proxy/hop-by-hop.ts';
 import { headerCount } from '../proxy/raw-headers.ts';
 

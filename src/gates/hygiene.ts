@@ -3,8 +3,8 @@
  * could read differently, before anything else looks at the request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ShimError, UPGRADE_REFUSED_MESSAGE } from '../proxy/errors.ts';
-import type { Gate } from '../proxy/exchange.ts';
+import { ShimError, UPGRADE_REFUSED_MESSAGE } from '../core/errors.ts';
+import type { Gate } from '../core/exchange.ts';
 import { expectsContinue } from '../proxy/expect-continue.ts';
 import { isHostSyntax } from '../proxy/host-syntax.ts';
 import { headerCount, isHttp10OrOlder, trimOws } from '../proxy/raw-headers.ts';

@@ -3,7 +3,7 @@
  * version and credential gates.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Gate } from '../proxy/exchange.ts';
+import type { Gate } from '../core/exchange.ts';
 import { forwardedValue } from '../proxy/hop-by-hop.ts';
 import { hasRequestBody } from '../proxy/outgoing-request.ts';
 

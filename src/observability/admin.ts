@@ -5,9 +5,9 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { AdminRoute } from '../core/types.ts';
 import { startDeadline } from '../proxy/own-pause.ts';
 import { sendJson } from '../proxy/respond.ts';
-import type { AdminRoute } from '../proxy/types.ts';
 import { upstreamRequest } from '../proxy/upstream-agent.ts';
 
 /** What the admin listener reports on. */

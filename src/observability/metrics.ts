@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { RejectionReason } from '../proxy/errors.ts';
-import type { BufferBudget, UnpatchedReason } from '../proxy/types.ts';
+import type { RejectionReason } from '../core/errors.ts';
+import type { BufferBudget, UnpatchedReason } from '../core/types.ts';
 import type { UploadSlots } from '../proxy/upload-slots.ts';
 import type { UpstreamErrorKind } from '../proxy/upstream-error.ts';
 

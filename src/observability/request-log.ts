@@ -14,8 +14,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { CLIENT_CAUSED_5XX } from '../proxy/errors.ts';
-import { stateOf } from '../proxy/exchange.ts';
+import { CLIENT_CAUSED_5XX } from '../core/errors.ts';
+import { stateOf } from '../core/exchange.ts';
 import { requestIdOf, traceIdOf } from './correlation.ts';
 import { loggerForLine } from './logger.ts';
 

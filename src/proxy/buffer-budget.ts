@@ -4,7 +4,7 @@
  * (`MAX_REWRITE_BODY` for a body to rewrite, a plugin's own bound for the values its patch holds back);
  * this bounds their sum, so that many slow clients cannot together hold more than the limit.
  */
-import type { BufferBudget } from './types.ts';
+import type { BufferBudget } from '../core/types.ts';
 
 /**
  * Creates a budget of `limit` bytes.

@@ -20,13 +20,20 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { REJECTION_RETRY_AFTER, ShimError } from '../core/errors.ts';
+import { type ExchangeState, stateOf } from '../core/exchange.ts';
+import type {
+  BufferBudget,
+  ExchangeHooks,
+  PatchOutcome,
+  ResponsePatch,
+  UnpatchedReason,
+} from '../core/types.ts';
 import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import { createPatchCodec } from './content-coding.ts';
-import { REJECTION_RETRY_AFTER, ShimError } from './errors.ts';
-import { type ExchangeState, stateOf } from './exchange.ts';
 import { expectsContinue } from './expect-continue.ts';
 import { HEAD_HOLD_MS, type HeadHold, holdHead } from './head-hold.ts';
 import {
@@ -54,7 +61,6 @@ import {
   responseHead,
   revalidationKeepsVary,
 } from './response-writer.ts';
-import type { BufferBudget, ExchangeHooks, PatchOutcome, ResponsePatch, UnpatchedReason } from './types.ts';
 import { holdUploadSlot, type UploadSlots } from './upload-slots.ts';
 import {
   createUpstreamTransport,

@@ -3,6 +3,8 @@
  * (SPEC §4, §5: `MAX_REWRITE_BODY` → 413; SPEC §2: `MAX_BUFFERED_BYTES` → 503, `BODY_TIMEOUT_MS` → 408).
  */
 import type { IncomingMessage } from 'node:http';
+import { ShimError } from '../core/errors.ts';
+import type { ExchangeHooks } from '../core/types.ts';
 import { releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
 import {
@@ -14,8 +16,6 @@ import {
   type SupportedCoding,
   supportedCoding,
 } from './content-coding.ts';
-import { ShimError } from './errors.ts';
-import type { ExchangeHooks } from './types.ts';
 
 /** The client went away while the body was being read; nothing is sent back. */
 export class ClientAbortedError extends Error {

@@ -2,7 +2,7 @@
  * Writing the responses the shim makes itself (SPEC §7).
  */
 import type { ServerResponse } from 'node:http';
-import { errorHead, JSON_CONTENT_TYPE } from './errors.ts';
+import { errorHead, JSON_CONTENT_TYPE } from '../core/errors.ts';
 import { exposedNames } from './response-writer.ts';
 
 /**

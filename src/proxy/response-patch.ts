@@ -7,6 +7,7 @@
  * by the patch itself) stays in memory.
  */
 import type { Transform } from 'node:stream';
+import type { BufferBudget, PatchOutcome, ResponsePatch } from '../core/types.ts';
 import { pauseUntilDrain, releaseChunk } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import {
@@ -15,7 +16,6 @@ import {
   type SupportedCoding,
   supportedCoding,
 } from './content-coding.ts';
-import type { BufferBudget, PatchOutcome, ResponsePatch } from './types.ts';
 
 /** How a response that a plugin asked to patch goes to the client ({@link patchPlan}). */
 export type PatchPlan =

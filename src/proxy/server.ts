@@ -5,7 +5,12 @@
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { errorHead, REJECTION_STATUS, type ServerRejection, UPGRADE_REFUSED_MESSAGE } from './errors.ts';
+import {
+  errorHead,
+  REJECTION_STATUS,
+  type ServerRejection,
+  UPGRADE_REFUSED_MESSAGE,
+} from '../core/errors.ts';
 import { connectionOptions } from './hop-by-hop.ts';
 import { afterPendingIo } from './own-pause.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';

@@ -3,7 +3,7 @@
  * shim's own 502/504, or abort a response that has already started. Pure: decided from what is
  * known about the failure, never from a socket.
  */
-import { REJECTION_STATUS, type RejectionReason } from './errors.ts';
+import { REJECTION_STATUS, type RejectionReason } from '../core/errors.ts';
 
 /**
  * Kinds of upstream failure, bounded: the `kind` label of `shim_upstream_errors_total`, and the

@@ -8,8 +8,8 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { AdminRoute } from '../../src/core/types.ts';
 import { createAdminServer } from '../../src/observability/admin.ts';
-import type { AdminRoute } from '../../src/proxy/types.ts';
 import { send } from '../helpers/http.ts';
 
 let server: http.Server | undefined;

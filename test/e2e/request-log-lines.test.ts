@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createExchangeState, stateOf } from '../../src/core/exchange.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRequestLog } from '../../src/observability/request-log.ts';
-import { createExchangeState, stateOf } from '../../src/proxy/exchange.ts';
 import { waitFor } from '../helpers/poll.ts';
 
 let server: Server | undefined;

@@ -20,10 +20,10 @@ import zlib from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createShim } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
+import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/core/types.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
-import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/proxy/types.ts';
 import { getOutcome, getWhenWritesQueue, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
 
 const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rewriteBody } from '../../../src/aliases/rewrite-body.ts';
 import type { AliasRename } from '../../../src/aliases/table.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
+import { ShimError } from '../../../src/core/errors.ts';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from '../budget.ts';
 import { anyBody, jsonText, parseJson, parseStrict } from './arbitraries.ts';
 

@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { AliasSettings } from '../../../src/aliases/config.ts';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
 import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
-import type { BufferBudget, Exchange, ExchangeHooks, ResponsePatch } from '../../../src/proxy/types.ts';
+import { ShimError } from '../../../src/core/errors.ts';
+import type { BufferBudget, Exchange, ExchangeHooks, ResponsePatch } from '../../../src/core/types.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 const req = {} as IncomingMessage;

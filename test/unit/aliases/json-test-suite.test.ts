@@ -12,7 +12,7 @@ import { KeyNames, scanJson } from '../../../src/aliases/json-scan.ts';
 import { createJsonPatch, patchJson } from '../../../src/aliases/patch-json.ts';
 import { rewriteBody } from '../../../src/aliases/rewrite-body.ts';
 import { responsePairs } from '../../../src/aliases/table.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
+import { ShimError } from '../../../src/core/errors.ts';
 import { cutInserted } from './helpers.ts';
 
 /** Vendored copy of the corpus (test/fixtures/JSONTestSuite, MIT; see its SOURCE file). */

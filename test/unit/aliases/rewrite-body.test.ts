@@ -4,7 +4,7 @@ import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import { rewriteBody } from '../../../src/aliases/rewrite-body.ts';
 import { compileRoutes } from '../../../src/aliases/route-match.ts';
 import { ALIAS_TABLE, type AliasRename } from '../../../src/aliases/table.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
+import { ShimError } from '../../../src/core/errors.ts';
 import { entriesOf, Obj, objectArbitrary, random, renameMembers, serialize } from './helpers.ts';
 
 const missions = [

@@ -13,7 +13,7 @@ import type { AliasSettings } from '../../../src/aliases/config.ts';
 import { keyFingerprint } from '../../../src/aliases/consumer.ts';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
 import { USAGE_PATH } from '../../../src/aliases/usage-routes.ts';
-import type { AdminRoute, Exchange } from '../../../src/proxy/types.ts';
+import type { AdminRoute, Exchange } from '../../../src/core/types.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 const req = {} as IncomingMessage;

@@ -5,6 +5,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { compare, parse, type SemVer } from 'semver';
 import { describe, expect, it } from 'vitest';
+import { ShimError } from '../../../src/core/errors.ts';
+import { createExchangeState, type ExchangeState, stateOf } from '../../../src/core/exchange.ts';
 import {
   clientVersionGate,
   isBelow,
@@ -12,8 +14,6 @@ import {
   outdatedClientWarning,
   parseClientVersion,
 } from '../../../src/gates/client-version.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
-import { createExchangeState, type ExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
 import { anyCodePoint } from '../../fuzz/code-points.ts';
 
 const v = (text: string): SemVer => {

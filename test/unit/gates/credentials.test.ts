@@ -3,6 +3,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { ShimError } from '../../../src/core/errors.ts';
+import { createExchangeState, type ExchangeState, stateOf } from '../../../src/core/exchange.ts';
 import {
   type CredentialRules,
   type CredentialVerdict,
@@ -11,8 +13,6 @@ import {
   credentialIdentity,
   parseCookies,
 } from '../../../src/gates/credentials.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
-import { createExchangeState, type ExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
 
 const DEFAULT_RULES: CredentialRules = { cookies: ['authtoken', 'refreshtoken'], apiKeyHeader: 'x-api-key' };
 

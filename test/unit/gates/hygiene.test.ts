@@ -5,6 +5,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ShimError } from '../../../src/core/errors.ts';
+import type { ExchangeState } from '../../../src/core/exchange.ts';
 import {
   assertHygiene,
   checkExpectation,
@@ -16,8 +18,6 @@ import {
   hygieneGate,
   isUpgradeRequest,
 } from '../../../src/gates/hygiene.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
-import type { ExchangeState } from '../../../src/proxy/exchange.ts';
 import { fuzzParams } from '../../fuzz/budget.ts';
 import { anyCodePoint } from '../../fuzz/code-points.ts';
 

@@ -4,8 +4,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.ts';
+import { createExchangeState, type ExchangeState, stateOf } from '../../../src/core/exchange.ts';
 import { isPreflight, publicPathGate, publicPathMatcher } from '../../../src/gates/public-paths.ts';
-import { createExchangeState, type ExchangeState, stateOf } from '../../../src/proxy/exchange.ts';
 
 describe('publicPathMatcher', () => {
   const isPublic = publicPathMatcher({ exact: ['/api/health', '/docs/'], prefixes: ['/static/'] });

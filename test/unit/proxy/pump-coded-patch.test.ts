@@ -7,8 +7,8 @@ import { once } from 'node:events';
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import { constants, createGunzip, createGzip, gunzipSync, gzipSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
+import type { PatchOutcome, ResponsePatch } from '../../../src/core/types.ts';
 import { type PatchCodec, pumpCodedPatch } from '../../../src/proxy/response-patch.ts';
-import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
 import { FakeSource, FakeTarget } from '../../helpers/pump-fakes.ts';
 
 /** A chunk with memory of its own (as a decoder's full output buffer has), `length` bytes of `byte`. */

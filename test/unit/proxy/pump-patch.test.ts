@@ -3,8 +3,8 @@
  * target objects (no sockets).
  */
 import { describe, expect, it, vi } from 'vitest';
+import type { PatchOutcome, ResponsePatch } from '../../../src/core/types.ts';
 import { pumpPatch } from '../../../src/proxy/response-patch.ts';
-import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
 import { FakeSource, FakeTarget } from '../../helpers/pump-fakes.ts';
 
 /** Upper-cases every chunk; emits `!` at the end. */

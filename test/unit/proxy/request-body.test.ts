@@ -5,9 +5,10 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { ShimError } from '../../../src/core/errors.ts';
+import type { ExchangeHooks } from '../../../src/core/types.ts';
 import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
 import { declaredWindowBytes, SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
-import { ShimError } from '../../../src/proxy/errors.ts';
 import {
   ClientAbortedError,
   hasLargeUnreadBody,
@@ -15,7 +16,6 @@ import {
   readBoundedBody,
   rewriteRequestBody,
 } from '../../../src/proxy/request-body.ts';
-import type { ExchangeHooks } from '../../../src/proxy/types.ts';
 import { ENCODE_SYNC } from '../../helpers/codings.ts';
 
 /** A request stand-in: a readable stream with `headers` and `complete`, like `IncomingMessage`. */

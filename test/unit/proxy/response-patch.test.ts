@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import type { PatchOutcome, ResponsePatch } from '../../../src/core/types.ts';
 import { createBufferBudget } from '../../../src/proxy/buffer-budget.ts';
 import {
   chainPatches,
@@ -13,7 +14,6 @@ import {
   patchPlan,
   reserveDecoderWindow,
 } from '../../../src/proxy/response-patch.ts';
-import type { PatchOutcome, ResponsePatch } from '../../../src/proxy/types.ts';
 
 /** Upper-cases every byte; holds back the last byte of each chunk until the next (to test end()). */
 function upperCasing(): ResponsePatch & { destroyed: number } {

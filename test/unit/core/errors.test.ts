@@ -9,7 +9,7 @@ import {
   REJECTION_STATUS,
   type RejectionReason,
   ShimError,
-} from '../../../src/proxy/errors.ts';
+} from '../../../src/core/errors.ts';
 
 describe('errorBody', () => {
   it.each<[number, string]>([
