@@ -20,7 +20,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { REJECTION_RETRY_AFTER, ShimError } from '../core/errors.ts';
+import { ShimError } from '../core/errors.ts';
 import { type ExchangeState, stateOf } from '../core/exchange.ts';
 import type {
   BufferBudget,
@@ -295,12 +295,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     metrics.rejections.inc({ reason: 'pool_full' });
     logger.warn({ path: logPath(state.exchange.path), rejection: 'pool_full' }, POOL_FULL);
     const unread = !req.complete;
-    const headers = [
-      ...options.responseHeaders(state, undefined),
-      'Retry-After',
-      String(REJECTION_RETRY_AFTER.pool_full),
-    ];
-    sendError(res, 503, POOL_FULL, headers, unread);
+    // The shim's own headers for the rejection carry its `Retry-After` (app.ts, REJECTION_RETRY_AFTER).
+    sendError(res, 503, POOL_FULL, options.responseHeaders(state, undefined), unread);
     if (unread) req.resume();
   };
 

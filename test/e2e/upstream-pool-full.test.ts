@@ -59,6 +59,9 @@ describe('a full upstream pool', () => {
 
     const refused = await send(stack.url, 'GET', '/missions', CURRENT);
     expect(refused.status).toBe(503);
+    // One field line: Node's parser keeps the first of two, but fetch and browsers read `1, 1`, and
+    // urllib3's Retry raised InvalidHeader instead of retrying (the real-clients check of fix 142).
+    expect(refused.rawHeaders.filter((h) => h.toLowerCase() === 'retry-after')).toEqual(['Retry-After']);
     expect(refused.headers['retry-after']).toBe('1');
     expect(refused.json()).toMatchObject({
       statusCode: 503,
