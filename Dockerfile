@@ -65,9 +65,10 @@ COPY --from=build /app/dist/main.js ./dist/main.js
 USER 1000:1000
 EXPOSE 8080 9090
 # Liveness of the process on the admin listener, with Node's own fetch (the slim image has no curl), at
-# HOST when the listeners bind one address (127.0.0.1 when they bind every address, the default).
+# HOST when the listeners bind one address (127.0.0.1 when they bind every address: unset, 0.0.0.0, ::
+# in any spelling).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "const h=process.env.HOST||'';const a=h===''||h==='0.0.0.0'||h==='::'?'127.0.0.1':h.includes(':')?'['+h+']':h;fetch('http://'+a+':'+(process.env.ADMIN_PORT||9090)+'/healthz',{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const h=process.env.HOST||'';const a=/^(0\\.0\\.0\\.0|[0:]*|[0:]*:ffff:0\\.0\\.0\\.0)$/i.test(h)?'127.0.0.1':h.includes(':')?'['+h+']':h;fetch('http://'+a+':'+(process.env.ADMIN_PORT||9090)+'/healthz',{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 # Exec form, no shell and no entrypoint script in between: node is PID 1 and receives the signals.
 # UPSTREAM_URL is required (the shim fails closed without it). The V8 flags are those of `npm start`

@@ -187,8 +187,11 @@ function isCalendarDate(text: string): boolean {
   const year = Number(text.slice(0, 4));
   const month = Number(text.slice(5, 7));
   const day = Number(text.slice(8, 10));
-  // Day 0 of the next month is the last day of this one.
-  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+  // Day 0 of the next month is the last day of this one; setUTCFullYear, since Date.UTC reads years
+  // 0–99 as 1900–1999 (0000 is a leap year, 1900 is not).
+  const last = new Date(0);
+  last.setUTCFullYear(year, month, 0);
+  return month >= 1 && month <= 12 && day >= 1 && day <= last.getUTCDate();
 }
 
 /**
@@ -242,9 +245,12 @@ function publicPathWarnings(paths: readonly string[] | undefined): string[] {
     : [];
 }
 
-/** A host name `HOST` may give (RFC 1123 §2.1 labels, dot-separated): resolved by the listen itself. */
+/**
+ * A host name `HOST` may give (RFC 1123 §2.1 labels, dot-separated, one final dot allowed; `_` too, which
+ * Docker's and Compose's service names carry): resolved by the listen itself.
+ */
 const LISTEN_HOST_NAME =
-  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+  /^(?=.{1,254}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
 
 /** Default of `API_KEY_HEADER`: the header carrying an API key (lower case, as Node names headers). */
 export const DEFAULT_API_KEY_HEADER = 'x-api-key';
@@ -483,9 +489,11 @@ export const CORE_VARIABLES = {
     meaning: 'Front-door port (the one clients and the Service use). `0` picks a free port.',
   },
   HOST: {
-    schema: parsers.str('0.0.0.0').refine((v) => isIP(v) !== 0 || LISTEN_HOST_NAME.test(v), {
-      error: 'must be an IP address (e.g. 0.0.0.0, ::, 127.0.0.1) or a host name',
-    }),
+    schema: parsers
+      .str('0.0.0.0')
+      .refine((v) => (isIP(v) !== 0 && !v.includes('%')) || LISTEN_HOST_NAME.test(v), {
+        error: 'must be an IP address (e.g. 0.0.0.0, ::, 127.0.0.1; no IPv6 zone id) or a host name',
+      }),
     default: '0.0.0.0',
     meaning:
       'Address both listeners bind to: an IPv4 or IPv6 address (`::` for every address of both), or a name resolved once at start (a name that does not resolve stops the start, `listen error (HOST)`).',
@@ -721,7 +729,7 @@ export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(COR
 /**
  * Names of every variable the shim reads with these plugins registered (core first, then each plugin's).
  * @param plugins The registered plugins (`app.ts`'s `PLUGINS`).
- * @returns A new array of the names, e.g. `['PORT', …, 'ALIASES', …]`.
+ * @returns A new array of the names, e.g. `['PORT', …]` followed by each plugin's names.
  * @throws Nothing.
  */
 export function configVariables(plugins: readonly PluginDefinition[]): string[] {

@@ -105,6 +105,9 @@ describe('Dockerfile', () => {
   it.each([
     ['unset (every address)', undefined, '127.0.0.1'],
     ['0.0.0.0', '0.0.0.0', '127.0.0.1'],
+    ['::', '::', '127.0.0.1'],
+    ['::0 (every address, another spelling)', '::0', '127.0.0.1'],
+    ['0:0:0:0:0:0:0:0', '0:0:0:0:0:0:0:0', '127.0.0.1'],
     ['one address', '127.0.0.2', '127.0.0.2'],
     ['one IPv6 address', '::1', '::1'],
   ])('the health check asks the admin listener where it listens: HOST %s', async (_what, host, listenOn) => {

@@ -141,6 +141,19 @@ describe('loadConfig defaults', () => {
     );
   });
 
+  it('HOST takes addresses and names as Docker, Compose and Kubernetes give them', () => {
+    for (const host of [
+      '10.244.1.17',
+      '::',
+      '::ffff:127.0.0.1',
+      'localhost',
+      'my_service',
+      'shim.default.svc.cluster.local.',
+    ]) {
+      expect(loadConfig({ HOST: host }).host).toBe(host);
+    }
+  });
+
   it('warns when PUBLIC_PATHS makes every path public', () => {
     expect(loadConfig({ PUBLIC_PATHS: '/api/health,/*' }).warnings).toContainEqual(
       expect.stringMatching(/PUBLIC_PATHS includes "\/\*": every path is public/),
@@ -263,6 +276,8 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['HOST', { HOST: 'not a host' }],
     ['HOST', { HOST: 'http://0.0.0.0' }],
     ['HOST', { HOST: '0.0.0.0:8080' }],
+    // WHATWG URLs have no IPv6 zone id: the container's health check could not reach it.
+    ['HOST', { HOST: 'fe80::1%eth0' }],
     ['API_KEY_HEADER', { API_KEY_HEADER: 'x y' }],
     // Headers every request carries, or the shim's own: the credential gate would let any request in.
     ['API_KEY_HEADER', { API_KEY_HEADER: 'Service-Client-Version' }],
@@ -465,6 +480,11 @@ describe('parseInstant: the one ISO 8601 instant parser', () => {
     ['2026-04-31T12:00Z', undefined, undefined],
     ['2026-02-00', undefined, undefined],
     ['2024-02-29', Date.UTC(2024, 1, 29), undefined],
+    // Years 0–99 as written (Date.UTC would read 0000 as 1900, not a leap year).
+    ['0000-02-29', Date.parse('0000-02-29'), undefined],
+    ['0100-02-29', undefined, undefined],
+    // The date as written, not as UTC (2024-03-01T04:30Z).
+    ['2024-02-29T23:30-05:00', Date.UTC(2024, 2, 1, 4, 30), Date.UTC(2024, 2, 1, 4, 30)],
     ['2024-02-29T12:00+02:00', Date.UTC(2024, 1, 29, 10), Date.UTC(2024, 1, 29, 10)],
     ['2026-12-31T23:59Z', Date.UTC(2026, 11, 31, 23, 59), Date.UTC(2026, 11, 31, 23, 59)],
     ['Jan 12 2027', undefined, undefined],
