@@ -1,5 +1,9 @@
 /**
- * A full upstream pool (`UPSTREAM_MAX_CONNECTIONS`): long-lived responses (server-sent events, long
+ * The upstream pool. Its gauges on the admin listener's /metrics (observability/metrics.ts
+ * registerUpstreamPoolGauges): connections carrying a request count as active while it is in flight,
+ * and as idle once the pool keeps them for the next; nothing waits while the pool is below its limit.
+ *
+ * A full pool (`UPSTREAM_MAX_CONNECTIONS`): long-lived responses (server-sent events, long
  * polls), slow readers or a slow upstream hold every connection. A request that finds none waits at most
  * `UPSTREAM_CONNECT_TIMEOUT_MS`, then gets 503 with `Retry-After` (docs/reliability.md fix 142) — it used
  * to wait `UPSTREAM_TIMEOUT_MS` for a 504 (1,100 event streams: a plain GET answered after 60 s), and a
@@ -39,6 +43,35 @@ async function holdingUpstream() {
   };
   return { upstream, held, answerAll };
 }
+
+describe('upstream pool gauges', () => {
+  it('count active connections while requests are in flight, idle ones after', async () => {
+    // An upstream that holds every request until the test lets it answer.
+    const held: net.Socket[] = [];
+    const upstream = await startRawUpstream((socket, received) => {
+      if (received.endsWith('\r\n\r\n') && !held.includes(socket)) held.push(socket);
+    });
+    upstreams.push(upstream);
+    const stack = await startStack({ UPSTREAM_URL: upstream.url });
+    stacks.push(stack);
+    expect(await sample(stack, 'shim_upstream_connections_limit')).toBe(1024);
+
+    const replies: Promise<Reply>[] = [
+      send(stack.url, 'GET', '/api/health'),
+      send(stack.url, 'GET', '/api/health'),
+    ];
+    await waitFor(() => held.length === 2, { what: 'two requests upstream' });
+    expect(await sample(stack, 'shim_upstream_connections{state="active"}')).toBe(2);
+    expect(await sample(stack, 'shim_upstream_requests_waiting')).toBe(0);
+
+    for (const socket of held) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    for (const reply of await Promise.all(replies)) expect(reply.status).toBe(200);
+    await waitFor(async () => (await sample(stack, 'shim_upstream_connections{state="idle"}')) === 2, {
+      what: 'both connections kept idle',
+    });
+    expect(await sample(stack, 'shim_upstream_connections{state="active"}')).toBe(0);
+  });
+});
 
 describe('a full upstream pool', () => {
   it('answers 503 with Retry-After after UPSTREAM_CONNECT_TIMEOUT_MS; the request is never sent', async () => {
