@@ -184,13 +184,13 @@ function totalOf(lists: AgentLists): number {
  * `shim_upstream_connections{state}` (`active`: carrying a request; `idle`: kept for the next one),
  * `shim_upstream_connections_limit` (the pool's most connections at once) and
  * `shim_upstream_requests_waiting` (requests waiting for a connection because the pool is at its
- * limit; each gets 504 after `UPSTREAM_TIMEOUT_MS` if none frees up). Active connections near the
- * limit, or any request waiting, is the saturation Envoy reports as `upstream_cx_active` and
- * `upstream_rq_pending_active`: a slow upstream, slow readers, or streamed uploads
- * (`shim_streaming_uploads`, bounded by `MAX_STREAMING_UPLOADS`).
+ * limit; each gets 503 `pool_full` after `UPSTREAM_CONNECT_TIMEOUT_MS` if none frees up). Active
+ * connections near the limit, or any request waiting, is the saturation Envoy reports as
+ * `upstream_cx_active` and `upstream_rq_pending_active`: long-lived responses, a slow upstream, slow
+ * readers, or streamed uploads (`shim_streaming_uploads`, bounded by `MAX_STREAMING_UPLOADS`).
  * @param registry The registry to register them on (once per pool).
  * @param pool The pool (`forwarder.agent`), read only.
- * @param limit Its `maxSockets` (`UPSTREAM_POOL_SOCKETS`).
+ * @param limit Its `maxSockets` (`UPSTREAM_MAX_CONNECTIONS`).
  * @throws {Error} from prom-client when the registry already holds a metric of one of these names.
  */
 export function registerUpstreamPoolGauges(registry: Registry, pool: UpstreamPoolView, limit: number): void {
