@@ -140,6 +140,15 @@ export function createAliasLayer(
       ? 'alias layer on for clients below the sunset version'
       : 'alias layer off (ALIASES=off)',
   );
+  // A window wholly in the past rehearses nothing: most likely a mistyped year (2025 for 2027).
+  const startedAt = now();
+  const past = brownouts.filter((w) => w.end <= startedAt).map((w) => w.text);
+  if (settings.enabled && past.length > 0) {
+    context.logger.warn(
+      { brownouts: past },
+      'ALIAS_BROWNOUTS: windows that ended before the start rehearse nothing (a mistyped year?)',
+    );
+  }
 
   /** Who: the request's consumer id, set as its log field at once (it describes this request). */
   const identify = (exchange: Exchange): string => {

@@ -196,6 +196,38 @@ describe('brownouts', () => {
   const BROWNOUTS = windows('2027-01-12T14:00Z/PT1H');
   const DOCS = 'https://docs.example.com/migrate';
 
+  it('warns at start about windows that ended before it: they rehearse nothing (a mistyped year)', () => {
+    const startWith = (text: string, enabled = true) => {
+      const lines: Array<Record<string, unknown>> = [];
+      createAliasLayer(
+        {
+          enabled,
+          sunsetVersion: new SemVer('1.0.0'),
+          consumerTableSize: 10,
+          maxPatchValue: 1024,
+          brownouts: windows(text),
+        },
+        {
+          logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+          registry: new Registry(),
+          // The start: the first window below ended an hour before it, the second is to come.
+          now: () => Date.parse('2027-01-12T16:00:00Z'),
+          budget: { tryReserve: () => true, release() {}, used: 0, limit: Number.MAX_SAFE_INTEGER },
+        },
+      );
+      return lines.filter((l) => l.level === 40);
+    };
+    expect(startWith('2027-01-12T14:00Z/PT1H,2027-01-19T14:00Z/PT1H')).toEqual([
+      expect.objectContaining({
+        brownouts: ['2027-01-12T14:00Z/PT1H'],
+        msg: expect.stringMatching(/^ALIAS_BROWNOUTS: windows that ended before the start/),
+      }),
+    ]);
+    // A window in progress or to come, or the layer off: nothing to say.
+    expect(startWith('2027-01-12T15:30Z/PT1H,2027-01-19T14:00Z/PT1H')).toEqual([]);
+    expect(startWith('2027-01-12T14:00Z/PT1H', false)).toEqual([]);
+  });
+
   it('leave the layer on outside the window and switch it off inside, at the exact edges', () => {
     const { plugin, exchangeOf, setClock, usage } = setup({ brownouts: BROWNOUTS, docsUrl: DOCS });
     const at = (iso: string) => {
