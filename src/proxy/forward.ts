@@ -62,11 +62,7 @@ import {
   revalidationKeepsVary,
 } from './response-writer.ts';
 import { holdUploadSlot, type UploadSlots } from './upload-slots.ts';
-import {
-  createUpstreamTransport,
-  UPSTREAM_CONNECT_TIMEOUT_MS,
-  type UpstreamTransportOptions,
-} from './upstream-agent.ts';
+import { createUpstreamTransport, type UpstreamTransportOptions } from './upstream-agent.ts';
 import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
 import { UPSTREAM_MESSAGES } from './upstream-error.ts';
 
@@ -414,7 +410,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     relayResponse,
     upstreamFailed,
     uploadStalled,
-    poolWaitMs: options.transport?.connectTimeoutMs ?? UPSTREAM_CONNECT_TIMEOUT_MS,
     poolFull,
   });
 

@@ -27,6 +27,11 @@ export interface UpstreamTransport {
   readonly request: typeof http.request;
   /** Options every upstream request carries: protocol, hostname, port, and for TLS the server name. */
   readonly target: Readonly<{ protocol: string; hostname: string; port: number; servername?: string }>;
+  /**
+   * A new connection must be ready within this many ms (`UPSTREAM_CONNECT_TIMEOUT_MS`, resolved); it
+   * also bounds a request's wait for a connection of a full pool (upstream-attempt.ts).
+   */
+  readonly connectTimeoutMs: number;
 }
 
 /**
@@ -488,6 +493,7 @@ export function createUpstreamTransport(
       agent: new SharedReadBufferAgent(pool(idleTimeoutMs, maxConnections), connectTimeoutMs),
       request: http.request,
       target: { protocol: 'http:', hostname, port: Number(upstream.port || 80) },
+      connectTimeoutMs,
     };
   }
   if (upstream.protocol === 'https:') {
@@ -521,6 +527,7 @@ export function createUpstreamTransport(
         port: Number(upstream.port || 443),
         servername: tlsServerName(upstream.hostname),
       },
+      connectTimeoutMs,
     };
   }
   throw new Error(`unsupported upstream protocol ${upstream.protocol}`);

@@ -113,15 +113,11 @@ export interface UpstreamAttemptOptions {
    */
   readonly uploadStalled: (f: Forwarding) => void;
   /**
-   * A request may wait this many ms for a connection of the pool when every one is in use
-   * (`UPSTREAM_CONNECT_TIMEOUT_MS`, as HAProxy's `timeout queue` defaults to its `timeout connect`);
-   * then {@link UpstreamAttemptOptions.poolFull}. Undefined: as long as `upstreamTimeoutMs`, then 504.
-   */
-  readonly poolWaitMs?: number;
-  /**
-   * A request waited `poolWaitMs` for a connection of the pool and got none (long-lived responses,
+   * A request waited the transport's `connectTimeoutMs` (`UPSTREAM_CONNECT_TIMEOUT_MS`, as HAProxy's
+   * `timeout queue` defaults to its `timeout connect`) for a connection of the pool and got none (long-lived responses,
    * slow clients or a slow upstream hold them all): answer 503 with `Retry-After` (RFC 9110 §15.6.4),
    * no upstream failure. The attempt has taken the request out of the pool's queue: it was never sent.
+   * Absent: such a request waits as long as `upstreamTimeoutMs`, then 504.
    */
   readonly poolFull?: (f: Forwarding) => void;
 }
@@ -139,16 +135,8 @@ export interface UpstreamAttemptOptions {
 export function createUpstreamAttempt(
   options: UpstreamAttemptOptions,
 ): (f: Forwarding, path: string, headers: string[]) => void {
-  const {
-    transport,
-    upstreamTimeoutMs,
-    logger,
-    relayResponse,
-    upstreamFailed,
-    uploadStalled,
-    poolWaitMs,
-    poolFull,
-  } = options;
+  const { transport, upstreamTimeoutMs, logger, relayResponse, upstreamFailed, uploadStalled, poolFull } =
+    options;
   const { agent, target } = transport;
   return (f, path, headers) => {
     const { req, res, state, body } = f;
@@ -270,8 +258,8 @@ export function createUpstreamAttempt(
             else onTimeout();
           },
         );
-      // Every connection of the pool in use: the request waits for one, at most poolWaitMs (fix 142).
-      if (poolWaitMs !== undefined && poolFull !== undefined && isQueuedRequest(agent, upstreamReq)) {
+      // Every connection of the pool in use: the request waits for one, at most the connect timeout (fix 142).
+      if (poolFull !== undefined && isQueuedRequest(agent, upstreamReq)) {
         const queued = startDeadline(() => {
           if (failed || clientGone || upstreamReq.socket !== null) return;
           if (!dropQueuedRequest(agent, upstreamReq)) return;
@@ -281,7 +269,7 @@ export function createUpstreamAttempt(
           // Out of the queue, it never gets a socket: destroyed, it emits nothing more.
           upstreamReq.destroy();
           poolFull(f);
-        }, poolWaitMs);
+        }, transport.connectTimeoutMs);
         upstreamReq.once('socket', () => queued.clear());
       }
       // Idle socket in any phase (upload, waiting, download) …
