@@ -2,8 +2,13 @@
  * Matches a request (method, raw path) against the request rows of the alias table (SPEC §5).
  *
  * Patterns are compiled once. Matching is case-insensitive and allows one trailing slash, as the
- * upstream's router does; `:uuid` is one non-empty segment. This runs for every request of a legacy
- * client, so it is a few anchored regular expressions per method and nothing else.
+ * upstream's router does; `:uuid` is one non-empty segment. A path is matched as the upstreams that
+ * route it most loosely see it (servlet containers: Tomcat, Jetty): without its segments' `;`
+ * parameters (`/missions;jsessionid=8F3A`), with percent-encoded unreserved characters decoded
+ * (`/mi%73sions`; RFC 3986 §6.2.2.2) and repeated slashes as one — so that no spelling an upstream
+ * routes to a rewritten route passes with the deprecated names. The path forwarded is never changed.
+ * This runs for every request of a legacy client, so it is a few anchored regular expressions per
+ * method, and the normalization only for a path that has `;`, `%` or `//`.
  */
 import { ALIAS_TABLE, type AliasRename, type AliasRow } from './table.ts';
 
@@ -26,10 +31,46 @@ export interface RouteMatcher {
    * @param method Request method as sent (HTTP methods are case-sensitive; real clients send upper case).
    *   A `HEAD` matches the `GET` rows (RFC 9110 §9.3.2: the upstream answers it as the GET, so its
    *   query is renamed as the GET's would be).
-   * @param path Origin-form path without the query, not percent-decoded.
+   * @param path Origin-form path without the query, not percent-decoded (matched as
+   *   {@link routingPath} normalizes it).
    * @returns The route, or `undefined` when no row applies.
    */
   match(method: string, path: string): AliasRoute | undefined;
+}
+
+/** Whether a byte is an unreserved character of RFC 3986 §2.3 (ALPHA / DIGIT / "-" / "." / "_" / "~"). */
+function isUnreserved(c: number): boolean {
+  return (
+    (c >= 0x61 && c <= 0x7a) ||
+    (c >= 0x41 && c <= 0x5a) ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x2d ||
+    c === 0x2e ||
+    c === 0x5f ||
+    c === 0x7e
+  );
+}
+
+/**
+ * The path as the route patterns are matched against: each segment's `;` parameters dropped (as the
+ * Servlet specification's path mapping does), `%XX` of an unreserved character decoded (RFC 3986
+ * §6.2.2.2: the same URI), runs of `/` as one (Tomcat merges them). Other escapes stay (`%2F` is no
+ * separator). Linear in the path's length.
+ * @param path Origin-form path without the query, not percent-decoded.
+ * @returns The normalized path; `path` itself when it has no `;`, `%` or `//`.
+ * @throws Nothing.
+ */
+export function routingPath(path: string): string {
+  let normalized = path;
+  if (normalized.includes(';')) normalized = normalized.replace(/;[^/]*/g, '');
+  if (normalized.includes('%')) {
+    normalized = normalized.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
+      const c = Number.parseInt(hex, 16);
+      return isUnreserved(c) ? String.fromCharCode(c) : encoded;
+    });
+  }
+  if (normalized.includes('//')) normalized = normalized.replace(/\/{2,}/g, '/');
+  return normalized;
 }
 
 /** A path parameter such as `:uuid`: one non-empty segment. */
@@ -101,8 +142,9 @@ export function compileRoutes(table: readonly AliasRow[] = ALIAS_TABLE): RouteMa
     match(method: string, path: string): AliasRoute | undefined {
       const list = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
       if (list === undefined) return undefined;
+      const routed = routingPath(path);
       for (const { pattern, route } of list) {
-        if (pattern.test(path)) return route;
+        if (pattern.test(routed)) return route;
       }
       return undefined;
     },

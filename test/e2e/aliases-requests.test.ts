@@ -158,6 +158,22 @@ describe('what reaches the upstream (raw upstream)', () => {
     expect(last().headers['content-length']).toBe(String(expected.length));
   });
 
+  it('rewrites the spellings a servlet container routes to a rewritten route (path parameters, %73, //): no bypass of the rename', async () => {
+    // Tomcat and Jetty drop `;jsessionid=…`, decode `%73` and merge `//` before routing: without the
+    // normalization these reached /missions with "tags" unrenamed (Java upstreams probe, 2026-11-27).
+    for (const path of [
+      '/missions;jsessionid=ABC',
+      '/mi%73sions',
+      '//missions',
+      `/missions;v=1/${UUID};x/metadata`,
+    ]) {
+      const reply = await postJson(stack.url, path, '{"name":"n","tags":[1]}');
+      expect(reply.status, path).toBe(200);
+      expect(last().requestLine, path).toBe(`POST ${path} HTTP/1.1`);
+      expect(last().body, path).toBe('{"name":"n","metadata":[1]}');
+    }
+  });
+
   it('a chunked JSON body is buffered, rewritten and forwarded with a Content-Length', async () => {
     const pieces = ['{"name":"c","ta', 'gs":{"k":123456789012345678', '90},"ignoreT', 'ags":true}'];
     const reply = await sendChunked(stack.url, 'POST', '/missions', pieces);
