@@ -374,14 +374,14 @@ describe('paths match case-insensitively with one trailing slash (as the upstrea
     expect(files.json<Page<{ uuid: string }>>().data.map((f) => f.uuid)).toEqual([file(2)]);
   });
 
-  it('a path with two trailing slashes is not an alias route (the backend rejects it as unknown)', async () => {
+  it('a path with two trailing slashes is renamed as the route (fix 152: Tomcat merges them); this backend rejects it as unknown', async () => {
     const reply = await sendJson(stack, 'POST', '/missions//', {
       name: 'x',
       projectUUID: PROJECTS.open,
       tags: {},
     });
-    expect(reply.status).not.toBe(201);
-    expect(aliasWarnings(reply)).toEqual([]);
+    expect(reply.status).toBe(404);
+    expect(aliasWarnings(reply)).toEqual(['299 - "tags is deprecated; use metadata"']);
   });
 });
 
