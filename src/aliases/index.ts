@@ -250,12 +250,13 @@ export function createAliasLayer(
       // Counts the members the streaming patch inserts: the log field, and each alias once per response.
       let added = 0;
       const aliasesAdded = new Set<string>();
-      const onInsert = (_canonical: string, alias: string) => {
+      const onInsert = (_canonical: string, alias: string, count: number) => {
         if (!aliasesAdded.has(alias)) {
           aliasesAdded.add(alias);
           metrics.uses.inc({ alias, direction: 'response', client: clientLabel() });
         }
-        exchange.logFields.aliasesAdded = ++added;
+        added += count;
+        exchange.logFields.aliasesAdded = added;
       };
       // A failure of the shim's scanner, not of the upstream's JSON: logged at error, apart from the skip.
       const onScanFailure = (err: Error) =>

@@ -8,6 +8,12 @@
  *
  *   node src/aliases/json-scan-build.ts          (CLANG=… and WASM_LD=… to choose the tools)
  *
+ * Where the machine has no such clang, Node alone builds it: with the npm package `@yowasp/clang`
+ * (clang and wasm-ld compiled to WebAssembly, ~100 MB, so not a devDependency) installed beside the
+ * project — `npm install --no-save @yowasp/clang@21.1.4-3`, then the command above — the
+ * build runs inside Node (~6 s; the same bytes every time). Another clang emits other bytes that scan
+ * alike (the scanner's tests hold for both; bench/RESULTS.md, twenty-seventh session).
+ *
  * Deleted with the alias layer.
  */
 import { execFileSync } from 'node:child_process';
@@ -33,6 +39,9 @@ const EXPORTS = [
   'key_address',
   'stack_address',
   'names_loaded',
+  'lone_address',
+  'staged_address',
+  'insert_lone',
 ];
 
 /**
@@ -104,15 +113,86 @@ export function recordedCompiler(): string | undefined {
   return /^\/\/ (.*); \d+ bytes\.$/m.exec(readFileSync(OUTPUT, 'utf8'))?.[1];
 }
 
+/** The version of `@yowasp/clang` the fallback was checked with (README and the module comment). */
+export const YOWASP_CLANG = '21.1.4-3';
+
+/** The part of `@yowasp/clang`'s API the fallback uses (its lib/api.d.ts). */
+interface YowaspClang {
+  runClang(
+    args: string[],
+    files: Record<string, string | Uint8Array>,
+    options: { stdout?: (bytes: Uint8Array | null) => void; fetchProgress?: () => void },
+  ): Promise<Record<string, unknown>>;
+}
+
+/** `@yowasp/clang` when it is installed, else `undefined`. */
+async function yowaspClang(): Promise<YowaspClang | undefined> {
+  // A name in a variable: the package is optional, neither the type checker nor the bundle needs it.
+  const specifier = '@yowasp/clang';
+  try {
+    return (await import(specifier)) as YowaspClang;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Compiles the C source with {@link FLAGS}.
- * @returns The module's bytes and the compiler's version line (recorded in the generated module).
- * @throws {Error} when no clang or wasm-ld ≥ 16 is on the PATH (or `CLANG`/`WASM_LD` name none), or when the
- *   source does not compile (warnings are errors).
+ * The native clang and wasm-ld: `CLANG`/`WASM_LD`, else the first LLVM ≥ {@link MINIMUM_LLVM} on the
+ * PATH; `undefined` when there is none and neither variable is set.
  */
-export function compile(): { wasm: Buffer; compiler: string } {
-  const clang = process.env.CLANG ?? llvmCommand('clang');
-  const linker = process.env.WASM_LD ?? llvmCommand('wasm-ld');
+function nativeTools(): { clang: string; linker: string } | undefined {
+  try {
+    return {
+      clang: process.env.CLANG ?? llvmCommand('clang'),
+      linker: process.env.WASM_LD ?? llvmCommand('wasm-ld'),
+    };
+  } catch (error) {
+    if (process.env.CLANG !== undefined || process.env.WASM_LD !== undefined) throw error;
+    return undefined;
+  }
+}
+
+/**
+ * Compiles the C source with {@link FLAGS}: with the native clang and wasm-ld ({@link nativeTools}),
+ * else with `@yowasp/clang` when it is installed (see the module comment).
+ * @returns The module's bytes and the compiler's version line (recorded in the generated module).
+ * @throws {Error} when there is neither a native clang and wasm-ld ≥ 16 on the PATH (or `CLANG`/`WASM_LD`
+ *   name a missing one) nor `@yowasp/clang`, or when the source does not compile (warnings are errors).
+ */
+export async function compile(): Promise<{ wasm: Buffer; compiler: string }> {
+  const native = nativeTools();
+  if (native !== undefined) return compileNative(native.clang, native.linker);
+  const yowasp = await yowaspClang();
+  if (yowasp === undefined) {
+    throw new Error(
+      `no clang and wasm-ld ≥ ${MINIMUM_LLVM} on the PATH (apt-get install clang-16 lld-16), and no @yowasp/clang (npm install --no-save @yowasp/clang@${YOWASP_CLANG})`,
+    );
+  }
+  let version = '';
+  const decoder = new TextDecoder();
+  const quiet = { fetchProgress: () => {} };
+  await yowasp.runClang(
+    ['clang', '--version'],
+    {},
+    {
+      ...quiet,
+      stdout: (bytes) => {
+        if (bytes !== null) version += decoder.decode(bytes, { stream: true });
+      },
+    },
+  );
+  const files = await yowasp.runClang(
+    ['clang', ...FLAGS, '-o', 'json-scan.wasm', 'json-scan.c'],
+    { 'json-scan.c': readFileSync(SOURCE) },
+    quiet,
+  );
+  const wasm = files['json-scan.wasm'];
+  if (!(wasm instanceof Uint8Array)) throw new Error('@yowasp/clang wrote no json-scan.wasm');
+  return { wasm: Buffer.from(wasm), compiler: `${version.split('\n')[0]!.trim()} (@yowasp/clang)` };
+}
+
+/** {@link compile} with a clang and wasm-ld of the machine's. */
+function compileNative(clang: string, linker: string): { wasm: Buffer; compiler: string } {
   const compiler = execFileSync(clang, ['--version'], { encoding: 'utf8' }).split('\n')[0]!.trim();
   const scratch = mkdtempSync(join(tmpdir(), 'json-scan-wasm-'));
   try {
@@ -153,7 +233,7 @@ export function moduleText(wasm: Buffer, compiler: string, sha256: string): stri
 }
 
 if (import.meta.main) {
-  const { wasm, compiler } = compile();
+  const { wasm, compiler } = await compile();
   writeFileSync(OUTPUT, moduleText(wasm, compiler, sourceSha256()));
   process.stdout.write(`${OUTPUT}: ${wasm.length} bytes (${compiler})\n`);
 }

@@ -27,13 +27,15 @@
  * bytes after its closing quote, and no branch for the empty key's hash: `list` a further 1.12–1.16×
  * (2.7 → 3.1 GB/s), `text` 1.03–1.07×, `numbers` 1.01–1.03× (same bench, against the version before).
  *
- * Build: `node src/aliases/json-scan-build.ts` (clang ≥ 16 with wasm-ld; no libc, no allocator) writes
- * src/aliases/json-scan-wasm.ts, the module as base64 with the SHA-256 of this file, which
- * test/unit/aliases/json-scan-wasm.test.ts compares: change this file, rebuild, commit both.
+ * Build: `node src/aliases/json-scan-build.ts` (clang ≥ 16 with wasm-ld, or the npm package
+ * `@yowasp/clang`; no libc, no allocator) writes src/aliases/json-scan-wasm.ts, the module as base64 with
+ * the SHA-256 of this file, which test/unit/aliases/json-scan-wasm.test.ts compares: change this file,
+ * rebuild, commit both.
  *
- * Memory: static regions below `__heap_base` (input window, events, key and names buffers, state); the
- * nesting stack from `__heap_base` on, one byte per level, grown with `memory.grow` as deep as the
- * scanner's `max_nesting` allows. Nothing else is allocated. No recursion.
+ * Memory: static regions below `__heap_base` (input window, events, key and names buffers, state, the
+ * lone members' prefixes and staged output); the nesting stack from `__heap_base` on, one byte per
+ * level, grown with `memory.grow` as deep as the scanner's `max_nesting` allows. Nothing else is
+ * allocated. No recursion.
  */
 #include <stdint.h>
 #include <wasm_simd128.h>
@@ -1124,4 +1126,97 @@ out:
   if (st.state == S_LITERAL) st.literal_start -= n;
   else if ((st.state == S_STRING || st.state == S_KEY_STRING) && st.str_sub != STR_PLAIN) st.str_seq_start -= n;
   return OK;
+}
+
+/* ---- lone members: the response patch's common insertion, done here ------------------------------ */
+
+/*
+ * src/aliases/patch-json.ts inserts `,"alias":<copy of the canonical value>` just before the `}` of
+ * every object with a canonical member and no alias member. Its commonest case by far (a mission's
+ * `metadata`): an object whose one reported member is canonical, with the member, its value's end and
+ * the object's end in a row in the same window (three events at one depth). `insert_lone` does those
+ * insertions itself, from the events of the last `scan` call, while the handler's state lets them be
+ * done without it: it copies the window's bytes up to each `}`, the pair's prefix and the value into
+ * `staged`, and json-scan.ts hands the handler the staged bytes with one record per insertion. Measured
+ * on the bench's 1,000-item list: the insertions in JavaScript (a `Buffer.copy` or `copyWithin` call
+ * per piece, 60–80 ns each whatever its length, and the handler's calls) cost ~300 µs a list, these
+ * copies a few tens (bench/RESULTS.md, twenty-seventh session).
+ *
+ * Names alternate canonical (even index) and alias (odd), pair = index / 2 (src/aliases/rename-names.ts).
+ */
+#define MAX_PAIRS 30        /* patch-json.ts MAX_PAIRS */
+#define PREFIX_BYTES 65536  /* the prefixes' bytes, together */
+#define STAGED 262144       /* most output bytes staged per call */
+
+typedef struct {
+  /* Set by the handler before each call (json-scan.ts's L_* indexes). */
+  int32_t top_frame_depth; /* depth of the handler's innermost object with a reported member, or -1 */
+  int32_t room;            /* longest value that may be inserted here (bytes) */
+  int32_t copy_from;       /* window offset of the first byte not in the output yet (≥ 0) */
+  int32_t slack;           /* an insertion before the `}` at window offset c may copy at most slack + c
+                              bytes; decreased by each copy */
+  /* Reported. */
+  int32_t staged_length;   /* bytes in `staged`: the window from copy_from to copy_end with the insertions */
+  int32_t inserted;        /* records */
+  int32_t copied;          /* value bytes copied */
+  int32_t copy_end;        /* window offset after the last `}` staged (copy_from when none) */
+  /* The prefixes (`,"alias":` as JSON), by pair: json-scan.ts writes them. */
+  int32_t pair_count;
+  int32_t prefix_offset[MAX_PAIRS], prefix_length[MAX_PAIRS];
+  int32_t records[MAX_EVENTS]; /* per insertion: pair, window offset of the `}`, piece length */
+  uint8_t prefix_bytes[PREFIX_BYTES];
+} Lone;
+
+static Lone lone;
+static uint8_t staged[STAGED];
+
+Lone *lone_address(void) { return &lone; }
+uint8_t *staged_address(void) { return staged; }
+
+/*
+ * Inserts the lone members of events [first, count) in a row, from `first` on, and returns the index of
+ * the first event it left (`first` when none): it stops at the first event that does not begin a lone
+ * member it may insert — an alias, a member whose object had another reported member (or is the
+ * handler's innermost one), one whose value is longer than `room` or would outgrow `slack`, or
+ * output past `STAGED`.
+ */
+int32_t insert_lone(int32_t first, int32_t count) {
+  int32_t k = first;
+  int32_t from = lone.copy_from;
+  int32_t at = 0;
+  int32_t records = 0;
+  int32_t copied = 0;
+  int64_t slack = lone.slack;
+  while (k + 2 < count) {
+    const int32_t *e = events + k * 3;
+    int32_t head = e[0], depth = e[1];
+    if ((head & 3) != EV_MEMBER || (e[3] & 3) != EV_VALUE || (e[6] & 3) != EV_OBJECT_END) break;
+    if (e[4] != depth || e[7] != depth || depth == lone.top_frame_depth) break;
+    int32_t name = head >> 2, pair = name >> 1;
+    if ((name & 1) != 0 || pair >= lone.pair_count) break;
+    int32_t start = e[2], end = e[5], close = e[8];
+    int32_t length = end - start;
+    if (start < from || length > lone.room || (int64_t)length > slack + close) break;
+    int32_t prefix = lone.prefix_length[pair];
+    if ((int64_t)at + (close - from) + prefix + length > STAGED) break;
+    __builtin_memcpy(staged + at, input + from, (uint32_t)(close - from));
+    at += close - from;
+    __builtin_memcpy(staged + at, lone.prefix_bytes + lone.prefix_offset[pair], (uint32_t)prefix);
+    at += prefix;
+    __builtin_memcpy(staged + at, input + start, (uint32_t)length);
+    at += length;
+    from = close;
+    slack -= length;
+    copied += length;
+    lone.records[records * 3] = pair;
+    lone.records[records * 3 + 1] = close;
+    lone.records[records * 3 + 2] = prefix + length;
+    records++;
+    k += 3;
+  }
+  lone.copy_end = from;
+  lone.staged_length = at;
+  lone.inserted = records;
+  lone.copied = copied;
+  return k;
 }

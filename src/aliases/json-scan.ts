@@ -18,10 +18,11 @@
  * The grammar itself is C compiled to WebAssembly (`json-scan.c`, built into `json-scan-wasm.ts` by
  * `json-scan-build.ts`): it skips the plain bytes of strings 16 and 32 at a time with SIMD, about twice
  * the speed of the JavaScript scanner it replaced (issue 9; bench/RESULTS.md). This module feeds it
- * chunks window by window, hands its reported members to the handler and words its errors. One
- * WebAssembly instance serves every scanner of the process: the scanner that last ran keeps its state in
- * the instance's memory, and another one taking its turn first saves it into the scanner's own object
- * (tens of bytes, plus one byte per open nesting level).
+ * chunks window by window, hands its reported members to the handler and words its errors; for a
+ * handler that inserts copies of values (the response patch: {@link LoneInserter}), it has the instance
+ * insert the commonest ones itself. One WebAssembly instance serves every scanner of the process: the
+ * scanner that last ran keeps its state in the instance's memory, and another one taking its turn
+ * first saves it into the scanner's own object (tens of bytes, plus one byte per open nesting level).
  */
 import { isUtf8 } from 'node:buffer';
 import { JSON_SCAN_WASM } from './json-scan-wasm.ts';
@@ -226,7 +227,65 @@ export interface StreamScanHandler {
     valueEnd: number,
     closeOffset: number,
   ): boolean;
+  /**
+   * Optional: lets the WebAssembly instance insert the lone members (see `onLoneMember`) of a window
+   * itself, without a call per member (the response patch's commonest insertion; json-scan.c
+   * `insert_lone`). Names must then alternate canonical (even index) and alias (odd).
+   */
+  readonly lone?: LoneInserter;
 }
+
+/**
+ * What a handler that inserts `,"alias":<copy of the canonical value>` before the `}` of each object
+ * whose one reported member is canonical (src/aliases/patch-json.ts) lets the WebAssembly instance do
+ * for it: before a run of lone members, `limits` says whether and within what it may insert; after, the
+ * instance's output (the window's bytes from `limits[LONE_COPY_FROM]` to `limits[LONE_COPY_END]` with
+ * the insertions) and one record per insertion go to `inserted`. A lone member the limits do not allow
+ * goes to `onLoneMember` as before, so the output is the same either way.
+ */
+export interface LoneInserter {
+  /** The pieces' prefixes (`,"alias":` as JSON bytes), by pair; the same object for every call. */
+  readonly prefixes: LonePrefixes;
+  /**
+   * Whether the instance may insert now, and within what: sets `limits[LONE_TOP_DEPTH]` (depth of the
+   * innermost object with a reported member, or -1), `LONE_ROOM` (longest value it may copy, bytes),
+   * `LONE_COPY_FROM` (window offset of the first byte not output yet, ≥ 0) and `LONE_SLACK` (an
+   * insertion before the `}` at window offset c copies at most slack + c bytes).
+   * @param windowBase Absolute offset of the window's first byte.
+   */
+  limits(windowBase: number, limits: Int32Array): boolean;
+  /**
+   * The instance inserted `limits[LONE_INSERTED]` (≥ 1) members, `limits[LONE_COPIED]` value bytes:
+   * `memory[staged, staged + limits[LONE_STAGED])` is the output for the window's bytes from
+   * `limits[LONE_COPY_FROM]` to `limits[LONE_COPY_END]`; `records[at + 3k …]` is insertion k's pair,
+   * window offset of its `}` and piece length. Valid only during the call.
+   */
+  inserted(
+    windowBase: number,
+    limits: Int32Array,
+    memory: Buffer,
+    staged: number,
+    records: Int32Array,
+    at: number,
+  ): void;
+}
+
+/** The prefixes of a {@link LoneInserter}: pair k's are `bytes[offsets[k], offsets[k] + lengths[k])`. */
+export interface LonePrefixes {
+  readonly bytes: Buffer;
+  readonly offsets: readonly number[];
+  readonly lengths: readonly number[];
+}
+
+/** Indexes of a {@link LoneInserter}'s `limits` (the C `Lone`'s first fields, in order). */
+export const LONE_TOP_DEPTH = 0;
+export const LONE_ROOM = 1;
+export const LONE_COPY_FROM = 2;
+export const LONE_SLACK = 3;
+export const LONE_STAGED = 4;
+export const LONE_INSERTED = 5;
+export const LONE_COPIED = 6;
+export const LONE_COPY_END = 7;
 
 /** {@link JsonStreamScanner.write}/`end` result: the text so far is valid (or a valid prefix). */
 export const SCAN_OK = 0;
@@ -253,6 +312,17 @@ export const MAX_SCAN_NESTING = 1024 * 1024;
 // The C side's constants (json-scan.c).
 const WINDOW = 65536;
 const MAX_EVENTS = 4096;
+const LONE_FIELDS = 8;
+/** Most pairs and prefix bytes the instance holds (json-scan.c MAX_PAIRS, PREFIX_BYTES). */
+const LONE_MAX_PAIRS = 30;
+const LONE_MAX_PREFIX_BYTES = 65536;
+// The rest of the C `Lone`, in int32 words: pair_count, prefix_offset[30], prefix_length[30],
+// records[MAX_EVENTS], then the prefixes' bytes.
+const LONE_PAIR_COUNT = LONE_FIELDS;
+const LONE_PREFIX_OFFSETS = LONE_PAIR_COUNT + 1;
+const LONE_PREFIX_LENGTHS = LONE_PREFIX_OFFSETS + LONE_MAX_PAIRS;
+const LONE_RECORDS = LONE_PREFIX_LENGTHS + LONE_MAX_PAIRS;
+const LONE_PREFIX_BYTES = (LONE_RECORDS + MAX_EVENTS) * 4;
 const STATUS_EVENTS_FULL = 4;
 const EV_MEMBER = 0;
 const EV_VALUE = 1;
@@ -350,6 +420,7 @@ interface Engine {
   readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
   readonly scan: (from: number, n: number, utf8From: number, utf8To: number) => number;
   readonly namesLoaded: () => void;
+  readonly insertLone: (first: number, count: number) => number;
   /** Byte addresses of the C regions. */
   readonly input: number;
   readonly events: number;
@@ -358,27 +429,38 @@ interface Engine {
   readonly names: number;
   readonly key: number;
   readonly stack: number;
+  readonly lone: number;
+  readonly staged: number;
   buffer: ArrayBuffer;
   bytes: Uint8Array;
   words: Int32Array;
+  /** The memory as a Buffer (for `Buffer.copy` out of it). */
+  view: Buffer;
   /** The names last written into the instance. */
   loadedNames: KeyNames | undefined;
+  /** The prefixes last written into the instance (`insert_lone`). */
+  loadedPrefixes: LonePrefixes | undefined;
 }
 
 let engine: Engine | undefined;
 /** What the next WebAssembly call throws instead of scanning ({@link injectScanFailure}), or `undefined`. */
 let injectedFailure: Error | undefined;
 
+/** What the next `insert_lone` call throws instead of inserting, or `undefined`. */
+let injectedLoneFailure: Error | undefined;
+
 /**
- * Test seam: the next scan call into the WebAssembly instance throws `failure` instead of running, as a
+ * Test seam: the next scan call into the WebAssembly instance (or, with `call` `'insert_lone'`, the next
+ * call that inserts lone members for a {@link LoneInserter}) throws `failure` instead of running, as a
  * trap would; later calls run normally. For the tests of how a scanner failure is reported
  * ({@link SCAN_FAILED}); nothing in `src/` calls it.
  * @param failure What the call throws, e.g. `new WebAssembly.RuntimeError('unreachable')`.
- * @throws Nothing (the failure is thrown later, inside the next scan call, and reported as
- *   {@link SCAN_FAILED}).
+ * @param call Which call throws (default `'scan'`).
+ * @throws Nothing (the failure is thrown later, inside that call, and reported as {@link SCAN_FAILED}).
  */
-export function injectScanFailure(failure: Error): void {
-  injectedFailure = failure;
+export function injectScanFailure(failure: Error, call: 'scan' | 'insert_lone' = 'scan'): void {
+  if (call === 'scan') injectedFailure = failure;
+  else injectedLoneFailure = failure;
 }
 
 /** Runs one scan call, or throws the {@link injectScanFailure injected failure}. */
@@ -390,6 +472,35 @@ function scanCall(e: Engine, from: number, n: number, utf8From: number, utf8To: 
   }
   return e.scan(from, n, utf8From, utf8To);
 }
+/** Runs one `insert_lone` call, or throws the failure injected for it ({@link injectScanFailure}). */
+function loneCall(e: Engine, first: number, count: number): number {
+  if (injectedLoneFailure !== undefined) {
+    const failure = injectedLoneFailure;
+    injectedLoneFailure = undefined;
+    throw failure;
+  }
+  return e.insertLone(first, count);
+}
+
+/** The limits a {@link LoneInserter} fills and reads (one call at a time: read before any handler runs). */
+const loneLimits = new Int32Array(LONE_FIELDS);
+
+/**
+ * Writes an inserter's prefixes into the instance; false when they do not fit its tables (more than
+ * 30 pairs or 64 KiB: the handler's `onLoneMember` then does every insertion).
+ */
+function loadPrefixes(e: Engine, prefixes: LonePrefixes): boolean {
+  const pairs = prefixes.lengths.length;
+  if (pairs > LONE_MAX_PAIRS || prefixes.bytes.length > LONE_MAX_PREFIX_BYTES) return false;
+  const at = e.lone >> 2;
+  e.words[at + LONE_PAIR_COUNT] = pairs;
+  e.words.set(prefixes.offsets, at + LONE_PREFIX_OFFSETS);
+  e.words.set(prefixes.lengths, at + LONE_PREFIX_LENGTHS);
+  e.bytes.set(prefixes.bytes, e.lone + LONE_PREFIX_BYTES);
+  e.loadedPrefixes = prefixes;
+  return true;
+}
+
 /** The scanner whose state is in the instance's memory. */
 let owner: JsonStreamScanner | undefined;
 /** Dispatches under way (a handler may run another scanner), and a copy buffer for each level. */
@@ -414,10 +525,15 @@ function getEngine(): Engine {
     names: address('names_address'),
     key: address('key_address'),
     stack: address('stack_address'),
+    insertLone: exports.insert_lone as Engine['insertLone'],
+    lone: address('lone_address'),
+    staged: address('staged_address'),
     buffer: memory.buffer,
     bytes: new Uint8Array(memory.buffer),
     words: new Int32Array(memory.buffer),
+    view: Buffer.from(memory.buffer),
     loadedNames: undefined,
+    loadedPrefixes: undefined,
   };
   return engine;
 }
@@ -463,6 +579,7 @@ function refresh(e: Engine): void {
   e.buffer = e.memory.buffer;
   e.bytes = new Uint8Array(e.buffer);
   e.words = new Int32Array(e.buffer);
+  e.view = Buffer.from(e.buffer);
 }
 
 /**
@@ -553,7 +670,8 @@ export class JsonStreamScanner {
         const result = e.result >> 2;
         const count = e.words[result + R_EVENT_COUNT]!;
         if (count > 0) {
-          if (!this.#dispatch(e, count, windowBase, handler)) return this.#finish(SCAN_STOPPED);
+          const dispatched = this.#dispatch(e, count, windowBase, handler);
+          if (dispatched !== SCAN_OK) return this.#finish(dispatched);
           if (owner !== this) e = this.#load(text, start, n); // a handler ran another scanner
         }
         if (status === SCAN_OK) break;
@@ -674,7 +792,7 @@ export class JsonStreamScanner {
   /**
    * Copies this scanner's state into the instance. Its nesting stack may be deeper than the instance's
    * memory holds: after a trap a fresh instance serves the scanners that were waiting, with the memory it
-   * starts with (~50,900 levels); the memory grows first (WebAssembly `memory.grow`, as the C side's
+   * starts with (~35,000 levels); the memory grows first (WebAssembly `memory.grow`, as the C side's
    * grow_stack does), else the copy threw a RangeError out of {@link write}.
    */
   #restore(e: Engine): void {
@@ -702,10 +820,12 @@ export class JsonStreamScanner {
   }
 
   /**
-   * Hands `count` events of the instance to the handler; false when it stopped the scan. A member, its
-   * value's end and its object's end in a row go to `onLoneMember` when the handler has it.
+   * Hands `count` events of the instance to the handler: {@link SCAN_OK}, or {@link SCAN_STOPPED} when it
+   * stopped the scan, {@link SCAN_FAILED} when `insert_lone` trapped (`error` set). A member, its value's
+   * end and its object's end in a row go to `onLoneMember` when the handler has it; runs of them to the
+   * instance's `insert_lone` first when the handler has a {@link LoneInserter}.
    */
-  #dispatch(e: Engine, count: number, windowBase: number, handler: StreamScanHandler): boolean {
+  #dispatch(e: Engine, count: number, windowBase: number, handler: StreamScanHandler): ScanStatus {
     // Copied first: a handler that runs another scanner overwrites the instance's events. One copy
     // buffer per level of such nesting, reused (a fresh array per window costs collections).
     const level = dispatching++;
@@ -715,10 +835,26 @@ export class JsonStreamScanner {
     events.set(e.words.subarray(at, at + count * 3));
     try {
       const lone = handler.onLoneMember !== undefined;
+      const inserter = handler.lone;
       const length = count * 3;
       for (let k = 0; k < length; k += 3) {
         const head = events[k]!;
         const kind = head & 3;
+        // The instance's events and window are this scanner's unless a handler ran another scanner.
+        if (
+          inserter !== undefined &&
+          kind === EV_MEMBER &&
+          k + 6 < length &&
+          owner === this &&
+          engine === e
+        ) {
+          const next = this.#insertLone(e, inserter, k / 3, count, windowBase);
+          if (next < 0) return SCAN_FAILED;
+          if (next * 3 !== k) {
+            k = next * 3 - 3;
+            continue;
+          }
+        }
         const depth = events[k + 1]!;
         const offset = windowBase + events[k + 2]!;
         let go: boolean;
@@ -744,12 +880,51 @@ export class JsonStreamScanner {
         } else {
           go = handler.onMember(depth, head >> 2, offset);
         }
-        if (!go) return false;
+        if (!go) return SCAN_STOPPED;
       }
-      return true;
+      return SCAN_OK;
     } finally {
       dispatching--;
     }
+  }
+
+  /**
+   * Lets the instance insert the run of lone members that starts at event `first` (json-scan.c
+   * `insert_lone`) within the inserter's limits, and hands it the output. Returns the index of the first
+   * event left to the handler (`first` when none was inserted), or -1 when the instance trapped (the
+   * scanner failed: `error` is set, a fresh instance serves the next scanner, as for `scan`).
+   */
+  #insertLone(e: Engine, inserter: LoneInserter, first: number, count: number, windowBase: number): number {
+    const limits = loneLimits;
+    if (!inserter.limits(windowBase, limits)) return first;
+    if (e.loadedPrefixes !== inserter.prefixes && !loadPrefixes(e, inserter.prefixes)) return first;
+    const words = e.words;
+    const at = e.lone >> 2;
+    words[at + LONE_TOP_DEPTH] = limits[LONE_TOP_DEPTH]!;
+    words[at + LONE_ROOM] = limits[LONE_ROOM]!;
+    words[at + LONE_COPY_FROM] = limits[LONE_COPY_FROM]!;
+    words[at + LONE_SLACK] = limits[LONE_SLACK]!;
+    let next: number;
+    try {
+      next = loneCall(e, first, count);
+    } catch (err) {
+      engine = undefined;
+      owner = undefined;
+      const failure = err instanceof Error ? err : new Error(String(err));
+      this.error = {
+        offset: windowBase + words[(e.events >> 2) + first * 3 + 2]!,
+        message: `the JSON scanner failed: ${failure.message}`,
+        failure,
+      };
+      return -1;
+    }
+    if (next === first) return first;
+    limits[LONE_STAGED] = words[at + LONE_STAGED]!;
+    limits[LONE_INSERTED] = words[at + LONE_INSERTED]!;
+    limits[LONE_COPIED] = words[at + LONE_COPIED]!;
+    limits[LONE_COPY_END] = words[at + LONE_COPY_END]!;
+    inserter.inserted(windowBase, limits, e.view, e.staged, words, at + LONE_RECORDS);
+    return next;
   }
 
   /** Names the likely cause when a text starts with a byte order mark or looks like UTF-16. */

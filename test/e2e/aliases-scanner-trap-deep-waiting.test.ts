@@ -1,6 +1,6 @@
 /**
  * A failure of the JSON scanner (a WebAssembly trap) while another legacy response is half scanned at
- * a nesting deeper than a fresh instance's memory holds (~50,900 levels): the trap gives up only its
+ * a nesting deeper than a fresh instance's memory holds (~35,000 levels): the trap gives up only its
  * own text, and the waiting response goes on (fix 75; docs/reliability.md). Before the fix, its next
  * chunk's restore into the fresh instance threw a RangeError out of the upstream's 'data' listener.
  *

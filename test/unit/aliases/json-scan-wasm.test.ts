@@ -23,13 +23,16 @@ describe('json-scan-wasm.ts', () => {
       [
         'events_address',
         'input_address',
+        'insert_lone',
         'key_address',
+        'lone_address',
         'memory',
         'names_address',
         'names_loaded',
         'result_address',
         'scan',
         'stack_address',
+        'staged_address',
         'state_address',
       ].sort(),
     );

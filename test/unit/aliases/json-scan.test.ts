@@ -788,7 +788,7 @@ describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JS
   });
 
   it('leaves a waiting scanner deeper than a fresh instance’s memory its state (it threw a RangeError)', () => {
-    // 60,000 open levels: more than the ~50,900 a fresh instance holds before its memory grows.
+    // 60,000 open levels: more than the ~35,000 a fresh instance holds before its memory grows.
     const levels = 60_000;
     const deep = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
     expect(deep.write(Buffer.from('['.repeat(levels)), none)).toBe(SCAN_OK);
