@@ -2,7 +2,7 @@
 // clang version 21.1.4 (https://github.com/YoWASP/llvm-project c37f6c36d202f1454181a98a68fda9fb44b45671) (@yowasp/clang); 19829 bytes.
 
 /** SHA-256 (hex) of src/aliases/json-scan.c as built (test/unit/aliases/json-scan-wasm.test.ts). */
-export const SOURCE_SHA256 = 'f5a9c063ff2fc8aa5dd17e7fd01ca4fe16f907346aaf1b7b5f0f10e0fd515ecd';
+export const SOURCE_SHA256 = 'c0dc3d60fd52b624ed1fb1153e534a2881dedd99eff052f38b8089b05e2bef6d';
 
 /** The WebAssembly module, base64. */
 export const JSON_SCAN_WASM = [

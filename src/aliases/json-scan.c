@@ -1139,8 +1139,9 @@ out:
  * done without it: it copies the window's bytes up to each `}`, the pair's prefix and the value into
  * `staged`, and json-scan.ts hands the handler the staged bytes with one record per insertion. Measured
  * on the bench's 1,000-item list: the insertions in JavaScript (a `Buffer.copy` or `copyWithin` call
- * per piece, 60–80 ns each whatever its length, and the handler's calls) cost ~300 µs a list, these
- * copies a few tens (bench/RESULTS.md, twenty-seventh session).
+ * per piece, 60–80 ns each whatever its length, and the handler's calls) cost ~300 µs of the ~830 µs
+ * its patch took; with the runs inserted here the patch takes ~0.88× the time (bench/RESULTS.md,
+ * twenty-seventh session).
  *
  * Names alternate canonical (even index) and alias (odd), pair = index / 2 (src/aliases/rename-names.ts).
  */

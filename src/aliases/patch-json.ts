@@ -267,7 +267,7 @@ const F_SLOTS = 3;
  * three), opens no frame: the copy goes in at once. And runs of those are inserted by the scanner's
  * WebAssembly instance itself, within the limits this patch sets ({@link limits}): one call and one
  * copy of its output per run instead of a call and three copies per object (a mission list's patch
- * ~1.5× faster; bench/RESULTS.md, twenty-seventh session).
+ * alone in ~0.88× the time; bench/RESULTS.md, twenty-seventh session).
  */
 class JsonPatch implements ResponsePatch, StreamScanHandler, LoneInserter {
   readonly #compiled: Compiled;
