@@ -8,7 +8,7 @@
  * 1. `/readyz` answers 503 at once, so a load balancer or kubelet stops routing here;
  * 2. the front door stops accepting connections and, after {@link DRAIN_IDLE_GRACE_MS}, closes its idle
  *    keep-alive sockets (a request already on its way on one is served meanwhile), each waiting at most
- *    {@link LINGER_MS} for the client to close its side;
+ *    {@link LINGER_IDLE_MS} for the client to close its side;
  * 3. in-flight requests run to completion, answered with `Connection: close` where the response has not
  *    started (requests that arrive on an open keep-alive socket meanwhile are still served, also with
  *    `Connection: close`); each connection closes once its response has ended and the client has
@@ -279,12 +279,24 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
 }
 
 /**
- * Longest a connection closed after a response lingers, reading and dropping what the client still
- * sends (ms): long enough for a client to read a refusal and stop an upload, short enough that a
- * client that never stops holds no socket for long (nginx's `lingering_time` is 30 s, with 5 s between
- * reads).
+ * Longest a connection closed after a response lingers in all, reading and dropping what the client
+ * still sends (ms): nginx's `lingering_time`. A client that sends its whole body before it reads (Python
+ * `requests`, curl without `Expect`, Apache httpd's mod_proxy_http in front) reads a refusal only when
+ * the upload is done; a linger of 5 s in all reset an 8 MB upload at 1 MB/s, and httpd turned the
+ * shim's 401 into its own 502 (docs/reliability.md fix 153). A client that never stops holds the
+ * socket no longer than this.
  */
-export const LINGER_MS = 5_000;
+export const LINGER_MS = 30_000;
+
+/**
+ * Longest a lingering connection waits for the client's next bytes (ms), nginx's `lingering_timeout`:
+ * a client that sends nothing more (an idle pooled connection, a client that stopped its upload) is
+ * closed after this, whatever is left of {@link LINGER_MS}. Checked every {@link LINGER_CHECK_MS}.
+ */
+export const LINGER_IDLE_MS = 5_000;
+
+/** How often a lingering connection's reads are looked at (ms), for {@link LINGER_IDLE_MS}. */
+const LINGER_CHECK_MS = 500;
 
 /**
  * How long a drain leaves idle keep-alive connections open before closing them (ms). A request that
@@ -325,13 +337,15 @@ interface TrackedConnections {
  *   are handed to the kernel; a process (and container network namespace) that exits then can lose the
  *   tail of a response still sitting in the socket buffer on its way to a slow client;
  * - `server.close()`'s own closing of idle connections is replaced by the same graceful close, which
- *   lingers at most {@link LINGER_MS} for the client's side: an idle connection's last response ended
+ *   lingers {@link LINGER_IDLE_MS} for the client's side of a connection it sends nothing on (at most
+ *   {@link LINGER_MS}): an idle connection's last response ended
  *   before the drain began, and a pooling client (urllib3, httpcore) reads an idle connection, and so
  *   closes it, only when it next uses it (RFC 9112 §9.6: until the server is "reasonably certain" its
  *   last response was received);
  * - a response that closes the connection while the client is still sending (the shim's refusal of a
  *   body it did not read: 401, 413, 408, 503, a parser error) closes it in the same stages, for at most
- *   {@link LINGER_MS}: a reset would lose that response for a client busy sending (RFC 9112 §9.6).
+ *   {@link LINGER_MS} while the client keeps sending: a reset would lose that response for a client
+ *   busy sending (RFC 9112 §9.6).
  * - `track` counts the requests the pipeline handles (server.ts `pipelineInOrder`), not the pipelined
  *   ones it drops unanswered when the connection closes before their turn.
  * @param server The front-door server (not yet listening).
@@ -347,20 +361,32 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
   /**
    * FIN after the last byte, then the bytes the client still sends are read and dropped until it closes
    * its side: closing a socket with unread bytes sends a reset, which can destroy the response in the
-   * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). Bounded
-   * by `lingerMs` when given (the drain's deadline bounds the rest).
+   * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). With
+   * `linger`, bounded as nginx bounds it: {@link LINGER_MS} in all, {@link LINGER_IDLE_MS} without a
+   * byte from the client (the drain's deadline bounds the rest).
    */
-  const closeGracefully = (socket: Socket, lingerMs?: number): void => {
+  const closeGracefully = (socket: Socket, linger = false): void => {
     if (socket.destroyed) return;
     if (socket.readableEnded) {
       socket.destroySoon();
       return;
     }
     socket.once('end', () => socket.destroy());
-    if (lingerMs !== undefined) {
-      const timer = setTimeout(() => socket.destroy(), lingerMs);
-      timer.unref();
-      socket.once('close', () => clearTimeout(timer));
+    if (linger) {
+      // Reads are counted by the socket whoever consumes them (Node's HTTP parser reads natively).
+      const started = performance.now();
+      let lastRead = started;
+      let bytesRead = socket.bytesRead;
+      const check = setInterval(() => {
+        const now = performance.now();
+        if (socket.bytesRead !== bytesRead) {
+          bytesRead = socket.bytesRead;
+          lastRead = now;
+        }
+        if (now - lastRead >= LINGER_IDLE_MS || now - started >= LINGER_MS) socket.destroy();
+      }, LINGER_CHECK_MS);
+      check.unref();
+      socket.once('close', () => clearInterval(check));
     }
     socket.end();
     socket.resume();
@@ -374,7 +400,7 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
     const destroySoon = socket.destroySoon.bind(socket);
     socket.destroySoon = () => {
       if (socket.readableEnded) destroySoon();
-      else closeGracefully(socket, LINGER_MS);
+      else closeGracefully(socket, true);
     };
   });
   const track = (req: IncomingMessage, res: ServerResponse): void => {
@@ -391,14 +417,15 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
     });
   };
   // While draining, idle connections are closed only once DRAIN_IDLE_GRACE_MS has passed (Node's
-  // `server.close()` calls this at once; it does nothing until then). Their staged close lingers at
-  // most LINGER_MS: an HTTP client's pool does not read a connection while it is idle (urllib3 under
-  // requests, httpcore under httpx), so its client closes its side only when it next takes the
-  // connection; waiting for that held every drain to SHUTDOWN_TIMEOUT_MS (docs/reliability.md fix 60).
+  // `server.close()` calls this at once; it does nothing until then). Their staged close lingers
+  // LINGER_IDLE_MS when the client sends nothing: an HTTP client's pool does not read a connection
+  // while it is idle (urllib3 under requests, httpcore under httpx), so its client closes its side
+  // only when it next takes the connection; waiting for that held every drain to SHUTDOWN_TIMEOUT_MS
+  // (docs/reliability.md fix 60).
   let idleGraceOver = false;
   server.closeIdleConnections = () => {
     if (draining() && !idleGraceOver) return;
-    for (const [socket, count] of busy) if (count === 0) closeGracefully(socket, LINGER_MS);
+    for (const [socket, count] of busy) if (count === 0) closeGracefully(socket, true);
   };
   return {
     track,

@@ -13,7 +13,7 @@
  */
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LINGER_MS } from '../../src/runtime.ts';
+import { LINGER_IDLE_MS } from '../../src/runtime.ts';
 import { startDebugStack } from '../helpers/debug-upstream.ts';
 import { waitFor } from '../helpers/poll.ts';
 import type { Stack } from '../helpers/stack.ts';
@@ -56,7 +56,7 @@ async function pooledConnection(stack: Stack, { readsWhileIdle }: { readsWhileId
 }
 
 describe('drain with a pooled connection its client does not read while idle', () => {
-  it('closes it after LINGER_MS at most, not at SHUTDOWN_TIMEOUT_MS; the client then reads a clean close', async () => {
+  it('closes it after LINGER_IDLE_MS at most, not at SHUTDOWN_TIMEOUT_MS; the client then reads a clean close', async () => {
     const stack = await startDebugStack({ SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) });
     stacks.push(stack);
     const { socket, state } = await pooledConnection(stack, { readsWhileIdle: false });
@@ -64,7 +64,7 @@ describe('drain with a pooled connection its client does not read while idle', (
     const started = performance.now();
     await stack.runtime.drain('test');
     const drainMs = performance.now() - started;
-    expect(drainMs).toBeLessThan(LINGER_MS + 3_000);
+    expect(drainMs).toBeLessThan(LINGER_IDLE_MS + 3_000);
     expect(
       stack.logs().some((l) => l.msg === 'shutdown timeout reached: closing remaining connections'),
     ).toBe(false);

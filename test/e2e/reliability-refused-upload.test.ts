@@ -4,13 +4,18 @@
  * socket closed while the client is still sending is reset, and a client busy sending fails its next
  * write and never reads the answer: ~1 % of refused 200 MB `curl -T` uploads ended with "Send failure:
  * Connection reset by peer" (an audit, 2026-11-25). Now the shim half-closes and reads and drops what
- * the client still sends until it closes its side, at most `LINGER_MS`.
+ * the client still sends until it closes its side: at most `LINGER_MS` (30 s) in all and
+ * `LINGER_IDLE_MS` (5 s) without a byte, nginx's `lingering_time` and `lingering_timeout` (fix 153: a
+ * total of 5 s reset an upload that took longer, and Apache httpd in front, which reads its backend only
+ * once it has sent the whole body, answered its own 502 instead of the 401).
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LINGER_IDLE_MS, LINGER_MS } from '../../src/runtime.ts';
 import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
-import { sendOnThenRead } from '../helpers/refused-upload.ts';
+import { rejected, sendOnThenRead } from '../helpers/refused-upload.ts';
 import { type Stack, startStack } from '../helpers/stack.ts';
 
 let raw: RawUpstream;
@@ -85,4 +90,84 @@ describe('a refused upload', () => {
       await failing.close();
     }
   });
+});
+
+/** A raw client that sent `head` and reads nothing yet; `failed` is its socket error, if any. */
+async function refusedClient(head: string) {
+  const before = await rejected(stack, 'credentials');
+  const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+  client.pause();
+  const state = { text: '', failed: undefined as Error | undefined };
+  client.on('error', (err) => {
+    state.failed = err;
+  });
+  client.on('data', (d: Buffer) => {
+    state.text += d.toString('latin1');
+  });
+  await new Promise((resolve) => client.once('connect', resolve));
+  client.write(head, 'latin1');
+  await waitFor(async () => (await rejected(stack, 'credentials')) > before, { what: 'the refusal' });
+  return { client, state };
+}
+
+const UPLOAD_HEAD =
+  'POST /upload HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\n' +
+  'Content-Type: application/octet-stream\r\nContent-Length: 1000000000\r\n\r\n';
+
+describe('the linger after a refused upload (fix 153: as nginx, 30 s in all, 5 s between reads)', () => {
+  it('an upload that goes on longer than LINGER_IDLE_MS, read only once sent (httpd in front, Python requests): the 401 still arrives', async () => {
+    const { client, state } = await refusedClient(UPLOAD_HEAD);
+    const piece = Buffer.alloc(64 * 1024, 0x61);
+    const until = performance.now() + LINGER_IDLE_MS + 2_000;
+    try {
+      // 64 KiB every 250 ms for 7 s, each write awaited: the socket must stay open and read.
+      while (performance.now() < until && state.failed === undefined) {
+        await new Promise<void>((resolve) => client.write(piece, () => resolve()));
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(state.failed).toBeUndefined();
+      client.resume();
+      await waitFor(() => state.text.includes('\r\n\r\n{'), { what: 'the 401' });
+      expect(state.text).toMatch(/^HTTP\/1\.1 401 /);
+    } finally {
+      client.destroy();
+    }
+  }, 20_000);
+
+  it(
+    'a client that sends nothing more is closed LINGER_IDLE_MS after the refusal, one that never stops after LINGER_MS',
+    async () => {
+      const connections = () =>
+        new Promise<number>((resolve, reject) =>
+          stack.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+        );
+      await waitFor(async () => (await connections()) === 0, { what: 'no connection left from before' });
+      const quiet = await refusedClient(UPLOAD_HEAD);
+      const loud = await refusedClient(UPLOAD_HEAD);
+      const started = performance.now();
+      const piece = Buffer.alloc(16 * 1024, 0x61);
+      const sender = setInterval(() => {
+        if (!loud.client.destroyed) loud.client.write(piece);
+      }, 100);
+      try {
+        expect(await connections()).toBe(2);
+        await waitFor(async () => (await connections()) === 1, {
+          what: 'the quiet connection closed',
+          timeoutMs: LINGER_IDLE_MS + 3_000,
+        });
+        expect(performance.now() - started).toBeGreaterThanOrEqual(LINGER_IDLE_MS - 500);
+        await waitFor(async () => (await connections()) === 0, {
+          what: 'the endless upload closed',
+          timeoutMs: LINGER_MS + 5_000,
+        });
+        expect(performance.now() - started).toBeGreaterThanOrEqual(LINGER_MS - 500);
+        expect(performance.now() - started).toBeLessThan(LINGER_MS + 3_000);
+      } finally {
+        clearInterval(sender);
+        quiet.client.destroy();
+        loud.client.destroy();
+      }
+    },
+    LINGER_MS + 15_000,
+  );
 });

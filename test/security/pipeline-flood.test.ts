@@ -10,11 +10,11 @@
  *   the load-tool audit: a client pipelining in good faith behind a close-delimited response was
  *   reset, test/e2e/pipelined-behind-close.test.ts);
  * - a parser error's response waited forever for a client that kept its side open — now the staged
- *   close ends it after `LINGER_MS`.
+ *   close ends it after `LINGER_IDLE_MS` without a byte from the client.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PIPELINED } from '../../src/proxy/server.ts';
-import { LINGER_MS } from '../../src/runtime.ts';
+import { LINGER_IDLE_MS } from '../../src/runtime.ts';
 import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
@@ -81,7 +81,7 @@ describe('one connection', () => {
     client.destroy();
   });
 
-  it(`a parser error's response: the shim closes within LINGER_MS (${LINGER_MS} ms) a connection its client keeps open`, async () => {
+  it(`a parser error's response: the shim closes within LINGER_IDLE_MS (${LINGER_IDLE_MS} ms) a connection its client keeps open and sends nothing on`, async () => {
     const { client, received } = connect();
     const started = performance.now();
     client.write('GARBAGE\r\n\r\n');
@@ -89,9 +89,9 @@ describe('one connection', () => {
     expect(received()).toMatch(/^HTTP\/1\.1 400 /);
     await waitFor(async () => (await openConnections()) === 0, {
       what: 'the shim to close the connection',
-      timeoutMs: LINGER_MS + 3_000,
+      timeoutMs: LINGER_IDLE_MS + 3_000,
     });
-    expect(performance.now() - started).toBeLessThan(LINGER_MS + 3_000);
+    expect(performance.now() - started).toBeLessThan(LINGER_IDLE_MS + 3_000);
     client.destroy();
   });
 });
