@@ -247,13 +247,15 @@ export interface LoneInserter {
   /** The pieces' prefixes (`,"alias":` as JSON bytes), by pair; the same object for every call. */
   readonly prefixes: LonePrefixes;
   /**
-   * Whether the instance may insert now, and within what: sets `limits[LONE_TOP_DEPTH]` (depth of the
-   * innermost object with a reported member, or -1), `LONE_ROOM` (longest value it may copy, bytes),
-   * `LONE_COPY_FROM` (window offset of the first byte not output yet, ≥ 0) and `LONE_SLACK` (an
-   * insertion before the `}` at window offset c copies at most slack + c bytes).
+   * Whether the instance may insert now, from a lone member of an object at `depth` on, and within
+   * what: sets `limits[LONE_TOP_DEPTH]` (depth of the innermost object with a reported member, or -1),
+   * `LONE_ROOM` (longest value it may copy, bytes), `LONE_COPY_FROM` (window offset of the first byte
+   * not output yet, ≥ 0) and `LONE_SLACK` (an insertion before the `}` at window offset c copies at
+   * most slack + c bytes).
    * @param windowBase Absolute offset of the window's first byte.
+   * @param depth Depth of the first lone member's object.
    */
-  limits(windowBase: number, limits: Int32Array): boolean;
+  limits(windowBase: number, depth: number, limits: Int32Array): boolean;
   /**
    * The instance inserted `limits[LONE_INSERTED]` (≥ 1) members, `limits[LONE_COPIED]` value bytes:
    * `memory[staged, staged + limits[LONE_STAGED])` is the output for the window's bytes from
@@ -840,43 +842,41 @@ export class JsonStreamScanner {
       for (let k = 0; k < length; k += 3) {
         const head = events[k]!;
         const kind = head & 3;
-        // The instance's events and window are this scanner's unless a handler ran another scanner.
-        if (
-          inserter !== undefined &&
-          kind === EV_MEMBER &&
-          k + 6 < length &&
-          owner === this &&
-          engine === e
-        ) {
-          const next = this.#insertLone(e, inserter, k / 3, count, windowBase);
-          if (next < 0) return SCAN_FAILED;
-          if (next * 3 !== k) {
-            k = next * 3 - 3;
-            continue;
-          }
-        }
         const depth = events[k + 1]!;
         const offset = windowBase + events[k + 2]!;
         let go: boolean;
         if (kind !== EV_MEMBER) {
           go = kind === EV_VALUE ? handler.onValue(depth, offset) : handler.onObjectEnd(depth, offset);
         } else if (
-          lone &&
           k + 6 < length &&
           (events[k + 3]! & 3) === EV_VALUE &&
           (events[k + 6]! & 3) === EV_OBJECT_END &&
           events[k + 4] === depth &&
           events[k + 7] === depth
         ) {
-          // A member, its value's end and its object's end in a row (a mission's `metadata`): one call.
-          go = handler.onLoneMember!(
-            depth,
-            head >> 2,
-            offset,
-            windowBase + events[k + 5]!,
-            windowBase + events[k + 8]!,
-          );
-          k += 6;
+          // A member, its value's end and its object's end in a row (a mission's `metadata`): a run of
+          // them (canonical names: even) to the instance when the handler lets it — its events and
+          // window are this scanner's unless a handler ran another scanner — else one call.
+          if (inserter !== undefined && ((head >> 2) & 1) === 0 && owner === this && engine === e) {
+            const next = this.#insertLone(e, inserter, k / 3, count, windowBase, depth);
+            if (next < 0) return SCAN_FAILED;
+            if (next * 3 !== k) {
+              k = next * 3 - 3;
+              continue;
+            }
+          }
+          if (lone) {
+            go = handler.onLoneMember!(
+              depth,
+              head >> 2,
+              offset,
+              windowBase + events[k + 5]!,
+              windowBase + events[k + 8]!,
+            );
+            k += 6;
+          } else {
+            go = handler.onMember(depth, head >> 2, offset);
+          }
         } else {
           go = handler.onMember(depth, head >> 2, offset);
         }
@@ -894,9 +894,16 @@ export class JsonStreamScanner {
    * event left to the handler (`first` when none was inserted), or -1 when the instance trapped (the
    * scanner failed: `error` is set, a fresh instance serves the next scanner, as for `scan`).
    */
-  #insertLone(e: Engine, inserter: LoneInserter, first: number, count: number, windowBase: number): number {
+  #insertLone(
+    e: Engine,
+    inserter: LoneInserter,
+    first: number,
+    count: number,
+    windowBase: number,
+    depth: number,
+  ): number {
     const limits = loneLimits;
-    if (!inserter.limits(windowBase, limits)) return first;
+    if (!inserter.limits(windowBase, depth, limits)) return first;
     if (e.loadedPrefixes !== inserter.prefixes && !loadPrefixes(e, inserter.prefixes)) return first;
     const words = e.words;
     const at = e.lone >> 2;

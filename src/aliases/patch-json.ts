@@ -603,18 +603,21 @@ class JsonPatch implements ResponsePatch, StreamScanHandler, LoneInserter {
 
   /**
    * {@link LoneInserter}: the scanner's instance may insert lone members itself exactly when
-   * `onLoneMember` would take its short path for them — no canonical value open or pending, room for
-   * the frame — and only values that fit the room the held copies already have (so that neither bound
+   * `onLoneMember` would take its short path for them — no canonical value open or pending, no
+   * earlier reported member in the object, room for the frame — and only values that fit the room the held copies already have (so that neither bound
    * nor budget is consulted: a value that needs more goes to `onLoneMember`), within the copies' growth
    * slack (GROWTH_SLACK).
    */
-  limits(windowBase: number, limits: Int32Array): boolean {
+  limits(windowBase: number, depth: number, limits: Int32Array): boolean {
     const hold = this.#hold;
     if (hold === undefined || this.#recording > 0 || this.#pendingSlot >= 0 || this.#mode !== PATCHING)
       return false;
     const top = this.#framesTop;
     if (top >= this.#maxFrames * this.#stride) return false;
-    limits[LONE_TOP_DEPTH] = top === 0 ? -1 : this.#frames[top - this.#stride + F_DEPTH]!;
+    const topDepth = top === 0 ? -1 : this.#frames[top - this.#stride + F_DEPTH]!;
+    // An object with an earlier reported member (the alias beside it, say) is not lone: no call for it.
+    if (topDepth === depth) return false;
+    limits[LONE_TOP_DEPTH] = topDepth;
     limits[LONE_ROOM] = Math.min(hold.length - this.#holdLength, LONE_BOUND);
     limits[LONE_COPY_FROM] = Math.max(this.#copyFrom - (windowBase - this.#chunkBase), 0);
     const slack = windowBase + GROWTH_SLACK - this.#copied;
