@@ -435,6 +435,10 @@ export function createUpstreamAttempt(
       else if (body === 'stream') {
         pumpBody(req, upstreamReq);
         if (f.bodyStart !== undefined) sendBodyStart(f, upstreamReq);
+        // The head goes at once, not with the body's first byte (Node's ClientRequest holds it until
+        // then): an upstream's header timeout (Go's ReadHeaderTimeout, nginx's client_header_timeout)
+        // closed a connection that had sent nothing while a chunked body was late (fix 154).
+        else upstreamReq.flushHeaders();
         upstreamReq.on('close', () => boundDiscard(req, res));
       } else upstreamReq.end(body);
     };
