@@ -362,17 +362,18 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
    * FIN after the last byte, then the bytes the client still sends are read and dropped until it closes
    * its side: closing a socket with unread bytes sends a reset, which can destroy the response in the
    * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). With
-   * `linger`, bounded as nginx bounds it: {@link LINGER_MS} in all, {@link LINGER_IDLE_MS} without a
-   * byte from the client (the drain's deadline bounds the rest).
+   * `lingerMs`, bounded as nginx bounds it: `lingerMs` in all ({@link LINGER_MS} unless the caller says
+   * less), {@link LINGER_IDLE_MS} without a byte from the client; while draining, LINGER_IDLE_MS in all,
+   * so that a client trickling bytes does not hold the drain to SHUTDOWN_TIMEOUT_MS (fix 60's bound).
    */
-  const closeGracefully = (socket: Socket, linger = false): void => {
+  const closeGracefully = (socket: Socket, lingerMs?: number): void => {
     if (socket.destroyed) return;
     if (socket.readableEnded) {
       socket.destroySoon();
       return;
     }
     socket.once('end', () => socket.destroy());
-    if (linger) {
+    if (lingerMs !== undefined) {
       // Reads are counted by the socket whoever consumes them (Node's HTTP parser reads natively).
       const started = performance.now();
       let lastRead = started;
@@ -383,7 +384,8 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
           bytesRead = socket.bytesRead;
           lastRead = now;
         }
-        if (now - lastRead >= LINGER_IDLE_MS || now - started >= LINGER_MS) socket.destroy();
+        const limit = draining() ? Math.min(lingerMs, LINGER_IDLE_MS) : lingerMs;
+        if (now - lastRead >= LINGER_IDLE_MS || now - started >= limit) socket.destroy();
       }, LINGER_CHECK_MS);
       check.unref();
       socket.once('close', () => clearInterval(check));
@@ -396,11 +398,12 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
     socket.once('close', () => busy.delete(socket));
     // Node calls destroySoon() after a `Connection: close` response: the shim's refusal of a request
     // whose body it did not read (401, 413, 408, …) among them. While the client is still sending,
-    // close in stages, so that it can read that response.
+    // close in stages, so that it can read that response. The server's own refusals of a head
+    // (server.ts `closeInStages`) pass a shorter bound: no upload of theirs is worth waiting for.
     const destroySoon = socket.destroySoon.bind(socket);
-    socket.destroySoon = () => {
+    socket.destroySoon = (lingerMs: number = LINGER_MS) => {
       if (socket.readableEnded) destroySoon();
-      else closeGracefully(socket, true);
+      else closeGracefully(socket, lingerMs);
     };
   });
   const track = (req: IncomingMessage, res: ServerResponse): void => {
@@ -425,7 +428,7 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
   let idleGraceOver = false;
   server.closeIdleConnections = () => {
     if (draining() && !idleGraceOver) return;
-    for (const [socket, count] of busy) if (count === 0) closeGracefully(socket, true);
+    for (const [socket, count] of busy) if (count === 0) closeGracefully(socket, LINGER_MS);
   };
   return {
     track,

@@ -412,15 +412,26 @@ function relayDrain(socket: Duplex): void {
 }
 
 /**
+ * Longest the staged close after a refusal the server writes itself lingers in all (ms): a head it
+ * could not parse, that never finished (`requestTimeout`'s 408, a slowloris) or that was too large, an
+ * upgrade. Nothing the client sends after such a head is an upload to let finish, and the linger must
+ * not stretch the bound `requestTimeout` puts on a slowloris (15 s; a client sending a header line
+ * every 3 s was held 45 s with runtime.ts's 30 s `LINGER_MS`; docs/reliability.md fix 155).
+ */
+export const HEAD_REFUSAL_LINGER_MS = 5_000;
+
+/**
  * Ends the connection after what was written: with the runtime's staged close when it has one
  * (runtime.ts overrides each connection's `destroySoon`: FIN, then what the client still sends is read
- * and dropped, at most `LINGER_MS`, so that a client still sending reads the response and a half-open
- * one cannot hold the connection), else with a plain `end()` (Node's own `destroySoon` would destroy
- * the socket under a client still sending, which resets the connection and can lose the response).
+ * and dropped, at most `LINGER_MS` — or `lingerMs`, given here — and 5 s without a byte, so that a
+ * client still sending reads the response and a half-open one cannot hold the connection), else with a
+ * plain `end()` (Node's own `destroySoon` would destroy the socket under a client still sending, which
+ * resets the connection and can lose the response).
  */
-function closeInStages(socket: Duplex): void {
-  const destroySoon = (socket as Duplex & { destroySoon?: () => void }).destroySoon;
-  if (destroySoon !== undefined && destroySoon !== net.Socket.prototype.destroySoon) destroySoon.call(socket);
+function closeInStages(socket: Duplex, lingerMs?: number): void {
+  const destroySoon = (socket as Duplex & { destroySoon?: (lingerMs?: number) => void }).destroySoon;
+  if (destroySoon !== undefined && destroySoon !== net.Socket.prototype.destroySoon)
+    destroySoon.call(socket, lingerMs);
   else socket.end();
 }
 
@@ -434,5 +445,5 @@ function writeRaw(socket: Duplex, status: number, message: string, extra: readon
   let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
   socket.write(`${head}\r\n${body.toString('utf8')}`);
-  closeInStages(socket);
+  closeInStages(socket, HEAD_REFUSAL_LINGER_MS);
 }

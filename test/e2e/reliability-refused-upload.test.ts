@@ -9,8 +9,10 @@
  * total of 5 s reset an upload that took longer, and Apache httpd in front, which reads its backend only
  * once it has sent the whole body, answered its own 502 instead of the 401).
  */
+import { once } from 'node:events';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HEAD_REFUSAL_LINGER_MS } from '../../src/proxy/server.ts';
 import { LINGER_IDLE_MS, LINGER_MS } from '../../src/runtime.ts';
 import { openRaw } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
@@ -170,4 +172,74 @@ describe('the linger after a refused upload (fix 153: as nginx, 30 s in all, 5 s
     },
     LINGER_MS + 15_000,
   );
+});
+
+/** How many connections the stack's front door has open. */
+const openConnections = (on: Stack) =>
+  new Promise<number>((resolve, reject) =>
+    on.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+  );
+
+describe('what the longer linger must not stretch (review of fix 153: fix 155)', () => {
+  it('a drain: a client trickling a refused upload is closed LINGER_IDLE_MS into it, not at SHUTDOWN_TIMEOUT_MS', async () => {
+    const draining = await startStack({ UPSTREAM_URL: raw.url, SHUTDOWN_TIMEOUT_MS: '20000' });
+    const client = net.connect(Number(new URL(draining.url).port), '127.0.0.1');
+    client.on('error', () => {});
+    const piece = Buffer.alloc(1, 0x61);
+    const sender = setInterval(() => {
+      if (!client.destroyed) client.write(piece);
+    }, 1_000);
+    try {
+      await once(client, 'connect');
+      client.write(UPLOAD_HEAD, 'latin1');
+      await waitFor(async () => (await rejected(draining, 'credentials')) === 1, { what: 'the refusal' });
+      const started = performance.now();
+      await draining.runtime.drain('test');
+      const drainMs = performance.now() - started;
+      // Before: the 30 s linger held the drain to its deadline (20 s here), which then cut everything.
+      expect(drainMs).toBeLessThan(LINGER_IDLE_MS + 3_000);
+      expect(
+        draining.logs().some((l) => l.msg === 'shutdown timeout reached: closing remaining connections'),
+      ).toBe(false);
+    } finally {
+      clearInterval(sender);
+      client.destroy();
+      await draining.close();
+    }
+  }, 40_000);
+
+  it('a slowloris: the 408 for a head that never finished lingers HEAD_REFUSAL_LINGER_MS in all, however the client keeps sending', async () => {
+    const slow = await startStack({ UPSTREAM_URL: raw.url });
+    // A client that goes on after the shim's FIN (allowHalfOpen: Node's would close its side at once).
+    const client = net.connect({
+      port: Number(new URL(slow.url).port),
+      host: '127.0.0.1',
+      allowHalfOpen: true,
+    });
+    client.on('error', () => {});
+    let text = '';
+    client.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+    });
+    // A header line every second after the head's start, as slowhttptest -H does, and on after the 408.
+    const sender = setInterval(() => {
+      if (!client.destroyed) client.write(`X-a${Math.random().toString(36).slice(2, 6)}: b\r\n`);
+    }, 1_000);
+    try {
+      await once(client, 'connect');
+      client.write('GET /api/health HTTP/1.1\r\nHost: shim.test\r\n');
+      await waitFor(() => text.includes(' 408 '), { what: 'the 408', timeoutMs: 20_000 });
+      const refusedAt = performance.now();
+      await waitFor(async () => (await openConnections(slow)) === 0, {
+        what: 'the connection closed',
+        timeoutMs: HEAD_REFUSAL_LINGER_MS + 5_000,
+      });
+      // Before: each header line renewed LINGER_IDLE_MS, and the connection was held LINGER_MS (30 s).
+      expect(performance.now() - refusedAt).toBeLessThan(HEAD_REFUSAL_LINGER_MS + 2_000);
+    } finally {
+      clearInterval(sender);
+      client.destroy();
+      await slow.close();
+    }
+  }, 45_000);
 });
