@@ -152,9 +152,11 @@ function pipelineInOrder(handler: RequestListener): {
   onRequest: RequestListener;
   /**
    * Sends `respond` now or stores it for its turn, and says which (`started`, `answered`: not at all).
-   * Called once per connection (the `clientError` handler ignores the errors that follow).
+   * Called once per connection (the `clientError` handler ignores the errors that follow). `status`
+   * is the refusal's: when it answers the request being handled (an error in its body), that
+   * request's log line says it, not the 200 its response never sent.
    */
-  onParserError(socket: Duplex, respond: () => void): ParserErrorTurn;
+  onParserError(socket: Duplex, status: number, respond: () => void): ParserErrorTurn;
   /**
    * The response of the request being handled on `socket` (or of the last one, already done) when its
    * body has not all arrived and no other request of the connection waits: where the client's end of
@@ -242,7 +244,7 @@ function pipelineInOrder(handler: RequestListener): {
       res.on('close', onClose);
       if (pipeline.unanswered.length === 1) handler(req, res);
     },
-    onParserError(socket, respond) {
+    onParserError(socket, status, respond) {
       const pipeline = pipelines.get(socket);
       const last = pipeline === undefined ? undefined : current(pipeline);
       if (pipeline === undefined || last === undefined) {
@@ -255,6 +257,8 @@ function pipelineInOrder(handler: RequestListener): {
       if (inBody && unanswered.length <= 1) {
         if (last.writableEnded) return 'answered';
         if (last.headersSent) return 'started';
+        // The refusal is this request's answer (its upstream request is cut with the connection).
+        last.statusCode = status;
         respond();
         return 'now';
       }
@@ -340,7 +344,7 @@ export function createFrontServer(
     socket.on('error', ignoreError);
     socket.on('drain', () => relayDrain(socket));
     onRejected(reason, REJECTION_STATUS[reason]);
-    pipeline.onParserError(socket, () => refuse(socket, reason, message));
+    pipeline.onParserError(socket, REJECTION_STATUS[reason], () => refuse(socket, reason, message));
   };
   // WebSocket and other upgrades never pass through Express middleware: refuse them here (SPEC §3).
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => refuseHandedOver(socket, 'upgrade'));
@@ -383,7 +387,7 @@ export function createFrontServer(
           : 'malformed';
     // In its turn, after the responses to the complete requests before it (RFC 9112 §9.3.2;
     // test/security/request-smuggling.test.ts › pipelined).
-    const turn = pipeline.onParserError(socket, () => refuse(socket, reason));
+    const turn = pipeline.onParserError(socket, REJECTION_STATUS[reason], () => refuse(socket, reason));
     if (turn === 'started') {
       // The error is in the body of a request whose response is being sent: a second response would
       // desynchronize a front proxy's response queue, and the first cannot be completed as framed.

@@ -180,6 +180,37 @@ const openConnections = (on: Stack) =>
     on.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
   );
 
+describe('a body that turns malformed while it streams upstream', () => {
+  it("the client's 400 and the request's log line agree (the line said 200, a status never sent)", async () => {
+    const client = net.connect(Number(new URL(stack.url).port), '127.0.0.1');
+    client.on('error', () => {});
+    let text = '';
+    client.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+    });
+    await once(client, 'connect');
+    client.write(
+      'POST /upload-malformed HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
+        'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+    );
+    const upstreamHas = () =>
+      raw.received.some((r) => r.includes('POST /upload-malformed') && r.includes('hello'));
+    await waitFor(upstreamHas, { what: 'the first chunk upstream' });
+    client.write('zz\r\n');
+    await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the 400' });
+    expect(text).toMatch(/^HTTP\/1\.1 400 /);
+    const line = () =>
+      stack
+        .logs()
+        .find(
+          (l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/upload-malformed',
+        );
+    await waitFor(() => line() !== undefined, { what: "the request's log line" });
+    expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
+    client.destroy();
+  });
+});
+
 describe('what the longer linger must not stretch (review of fix 153: fix 155)', () => {
   it('a drain: a client trickling a refused upload is closed LINGER_IDLE_MS into it, not at SHUTDOWN_TIMEOUT_MS', async () => {
     const draining = await startStack({ UPSTREAM_URL: raw.url, SHUTDOWN_TIMEOUT_MS: '20000' });
