@@ -336,16 +336,17 @@ interface TrackedConnections {
  *   released only when the client has closed its side too. Node would release it as soon as the bytes
  *   are handed to the kernel; a process (and container network namespace) that exits then can lose the
  *   tail of a response still sitting in the socket buffer on its way to a slow client;
- * - `server.close()`'s own closing of idle connections is replaced by the same graceful close, which
- *   lingers {@link LINGER_IDLE_MS} for the client's side of a connection it sends nothing on (at most
- *   {@link LINGER_MS}): an idle connection's last response ended
- *   before the drain began, and a pooling client (urllib3, httpcore) reads an idle connection, and so
- *   closes it, only when it next uses it (RFC 9112 §9.6: until the server is "reasonably certain" its
- *   last response was received);
+ * - `server.close()`'s own closing of idle connections is replaced by the same graceful close: an idle
+ *   connection's last response ended before the drain began, and a pooling client (urllib3, httpcore)
+ *   reads an idle connection, and so closes it, only when it next uses it (RFC 9112 §9.6: until the
+ *   server is "reasonably certain" its last response was received);
  * - a response that closes the connection while the client is still sending (the shim's refusal of a
- *   body it did not read: 401, 413, 408, 503, a parser error) closes it in the same stages, for at most
- *   {@link LINGER_MS} while the client keeps sending: a reset would lose that response for a client
- *   busy sending (RFC 9112 §9.6).
+ *   body it did not read: 401, 413, 408, 503) closes it in the same stages, for at most {@link LINGER_MS}
+ *   while the client keeps sending: a reset would lose that response for a client busy sending (RFC
+ *   9112 §9.6); the server's own refusals (server.ts `HEAD_REFUSAL_LINGER_MS`) for at most 5 s;
+ * - every staged close ends {@link LINGER_IDLE_MS} after the client's last byte, and while draining
+ *   lasts at most LINGER_IDLE_MS in all (fix 155), the connections of responses that ended during the
+ *   drain included (fix 157).
  * - `track` counts the requests the pipeline handles (server.ts `pipelineInOrder`), not the pipelined
  *   ones it drops unanswered when the connection closes before their turn.
  * @param server The front-door server (not yet listening).
@@ -416,7 +417,7 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
       const count = busy.get(socket);
       if (count === undefined) return; // the connection is already gone
       busy.set(socket, count - 1);
-      if (draining() && count === 1) setImmediate(() => closeGracefully(socket));
+      if (draining() && count === 1) setImmediate(() => closeGracefully(socket, LINGER_MS));
     });
   };
   // While draining, idle connections are closed only once DRAIN_IDLE_GRACE_MS has passed (Node's

@@ -417,10 +417,12 @@ function relayDrain(socket: Duplex): void {
 
 /**
  * Longest the staged close after a refusal the server writes itself lingers in all (ms): a head it
- * could not parse, that never finished (`requestTimeout`'s 408, a slowloris) or that was too large, an
- * upgrade. Nothing the client sends after such a head is an upload to let finish, and the linger must
- * not stretch the bound `requestTimeout` puts on a slowloris (15 s; a client sending a header line
- * every 3 s was held 45 s with runtime.ts's 30 s `LINGER_MS`; docs/reliability.md fix 155).
+ * could not parse, that never finished (`headersTimeout`'s 408, a slowloris) or that was too large, an
+ * upgrade, a CONNECT; and the body errors it answers itself (a malformed chunk: fix 156's 400;
+ * `requestTimeout`'s 408 mid-upload). Nothing the client sends after such a refusal is an upload to let
+ * finish, and the linger must not stretch the bound `headersTimeout` puts on a slowloris (15 s; a
+ * client sending a header line every 3 s was held 45 s with runtime.ts's 30 s `LINGER_MS`;
+ * docs/reliability.md fix 155).
  */
 export const HEAD_REFUSAL_LINGER_MS = 5_000;
 

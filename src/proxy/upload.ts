@@ -131,7 +131,8 @@ export function releaseWhenSent(reservation: Reservation, upstreamReq: ClientReq
 /**
  * Longest the rest of an upload is read and dropped once its upstream request closed and the client
  * has its response (ms); then the connection closes in stages (runtime.ts: at most `LINGER_MS` more
- * while the client keeps sending). As nginx bounds a body it discards after a response
+ * while the client keeps sending, `LINGER_IDLE_MS` while draining). As nginx bounds a body it discards
+ * after a response
  * (`ngx_http_discarded_request_body_handler`, with its `lingering_timeout` of 5 s).
  */
 export const DISCARD_LIMIT_MS = 5_000;

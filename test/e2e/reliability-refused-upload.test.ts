@@ -7,7 +7,9 @@
  * the client still sends until it closes its side: at most `LINGER_MS` (30 s) in all and
  * `LINGER_IDLE_MS` (5 s) without a byte, nginx's `lingering_time` and `lingering_timeout` (fix 153: a
  * total of 5 s reset an upload that took longer, and Apache httpd in front, which reads its backend only
- * once it has sent the whole body, answered its own 502 instead of the 401).
+ * once it has sent the whole body, answered its own 502 instead of the 401). Bounds the longer linger
+ * must not stretch (fix 155): a drain, and the refusals the HTTP server writes itself; and the log line
+ * of a body that turns malformed mid-stream (fix 156).
  */
 import { once } from 'node:events';
 import net from 'node:net';
