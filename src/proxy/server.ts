@@ -83,6 +83,15 @@ interface Pipeline {
  */
 export const MAX_PIPELINED = 64;
 
+/**
+ * The event a response emits when the HTTP server has answered its request itself (a parser error in
+ * the request's body: the server's 400 went to the client, `writeRaw`): whatever handles the exchange
+ * treats it as a client gone — the upstream request goes, and nothing it sends or fails replaces the
+ * answer or is counted as the upstream's (docs/reliability.md fix 156). The response's `statusCode` is
+ * the answer's, for its request log line.
+ */
+export const ANSWERED_BY_SERVER = 'shim:answered-by-server';
+
 /** Where a parser error's response goes (see {@link pipelineInOrder}'s `onParserError`). */
 type ParserErrorTurn =
   /** Sent now: nothing of the connection is unanswered, or the error is in the body of the request being handled. */
@@ -257,9 +266,10 @@ function pipelineInOrder(handler: RequestListener): {
       if (inBody && unanswered.length <= 1) {
         if (last.writableEnded) return 'answered';
         if (last.headersSent) return 'started';
-        // The refusal is this request's answer (its upstream request is cut with the connection).
+        // The refusal is this request's answer: its log line says so, and its exchange ends here.
         last.statusCode = status;
         respond();
+        last.emit(ANSWERED_BY_SERVER);
         return 'now';
       }
       // Every request before the error is served first (all but the broken one, for an error in a body).

@@ -18,6 +18,7 @@ import { resetStalledClient } from './client-reset.ts';
 import { afterPendingIo, type Deadline, startDeadline } from './own-pause.ts';
 import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
+import { ANSWERED_BY_SERVER } from './server.ts';
 import { boundDiscard, keepUploadGoing, releaseWhenSent, sendBodyStart } from './upload.ts';
 import {
   dropQueuedRequest,
@@ -150,16 +151,22 @@ export function createUpstreamAttempt(
     let attempt = 0;
     let clientGone = false;
     let current: ClientRequest | undefined;
-    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
-    res.on('close', () => {
-      if (res.writableFinished) return;
+    /** The client will take no response of this exchange: the upstream request goes. */
+    const gone = () => {
       clientGone = true;
       if (current === undefined) return;
       current.destroy();
       // Still waiting for a pooled connection: out of the pool's queue now, or it stayed there (and in
       // shim_upstream_requests_waiting) until a connection was freed (docs/reliability.md fix 143).
       if (current.socket === null) dropQueuedRequest(agent, current);
+    };
+    // `on`, not `once`, for events a request or response emits once: no wrapper per listener.
+    res.on('close', () => {
+      if (!res.writableFinished) gone();
     });
+    // The HTTP server answered this request itself (a malformed chunk in its body): nothing the
+    // upstream sends or fails may replace that answer or be counted as the upstream's (fix 156).
+    res.on(ANSWERED_BY_SERVER, gone);
 
     const send = () => {
       let headReceived = false;

@@ -213,6 +213,66 @@ describe('a body that turns malformed while it streams upstream', () => {
   });
 });
 
+describe('a body that turns malformed while it streams upstream, the upstream answering after the 400', () => {
+  it.each(['answers 201', 'resets'] as const)(
+    'the upstream %s 400 ms later: the line still says 400 and blames no upstream (review of fix 156)',
+    async (upstreamDoes) => {
+      const scheduled = new WeakSet<net.Socket>();
+      const late = await startRawUpstream((socket, received) => {
+        if (!received.includes('hello') || scheduled.has(socket)) return;
+        scheduled.add(socket);
+        // After the client's 400: an answer of its own, or a reset.
+        setTimeout(() => {
+          if (upstreamDoes === 'answers 201')
+            socket.write(
+              'HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+            );
+          else socket.resetAndDestroy();
+        }, 400);
+      });
+      const shim = await startStack({ UPSTREAM_URL: late.url });
+      // The client keeps its side open after the 400 and sends nothing more (the linger ends it).
+      const client = net.connect({
+        port: Number(new URL(shim.url).port),
+        host: '127.0.0.1',
+        allowHalfOpen: true,
+      });
+      client.on('error', () => {});
+      let text = '';
+      client.on('data', (d: Buffer) => {
+        text += d.toString('latin1');
+      });
+      try {
+        await once(client, 'connect');
+        client.write(
+          'POST /late HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
+            'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+        );
+        await waitFor(() => late.received.some((r) => r.includes('hello')), {
+          what: 'the first chunk upstream',
+        });
+        client.write('zz\r\n');
+        await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the 400' });
+        const line = () =>
+          shim
+            .logs()
+            .find((l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/late');
+        await waitFor(() => line() !== undefined, { what: "the request's log line", timeoutMs: 10_000 });
+        expect(text.match(/HTTP\/1\.1 /g)).toEqual(['HTTP/1.1 ']);
+        expect(text).toMatch(/^HTTP\/1\.1 400 /);
+        expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
+        expect(line()!.upstreamError).toBeUndefined();
+        expect(line()!.level).toBe(30);
+      } finally {
+        client.destroy();
+        await shim.close();
+        await late.close();
+      }
+    },
+    20_000,
+  );
+});
+
 describe('what the longer linger must not stretch (review of fix 153: fix 155)', () => {
   it('a drain: a client trickling a refused upload is closed LINGER_IDLE_MS into it, not at SHUTDOWN_TIMEOUT_MS', async () => {
     const draining = await startStack({ UPSTREAM_URL: raw.url, SHUTDOWN_TIMEOUT_MS: '20000' });
