@@ -213,6 +213,17 @@ describe('a body that turns malformed while it streams upstream', () => {
   });
 });
 
+/** A raw client that keeps its side open after the shim's FIN (Node's would close it at once). */
+function halfOpenClient(on: Stack) {
+  const client = net.connect({ port: Number(new URL(on.url).port), host: '127.0.0.1', allowHalfOpen: true });
+  client.on('error', () => {});
+  let received = '';
+  client.on('data', (d: Buffer) => {
+    received += d.toString('latin1');
+  });
+  return { client, text: () => received };
+}
+
 describe('a body that turns malformed while it streams upstream, the upstream answering after the 400', () => {
   it.each(['answers 201', 'resets'] as const)(
     'the upstream %s 400 ms later: the line still says 400 and blames no upstream (review of fix 156)',
@@ -232,16 +243,7 @@ describe('a body that turns malformed while it streams upstream, the upstream an
       });
       const shim = await startStack({ UPSTREAM_URL: late.url });
       // The client keeps its side open after the 400 and sends nothing more (the linger ends it).
-      const client = net.connect({
-        port: Number(new URL(shim.url).port),
-        host: '127.0.0.1',
-        allowHalfOpen: true,
-      });
-      client.on('error', () => {});
-      let text = '';
-      client.on('data', (d: Buffer) => {
-        text += d.toString('latin1');
-      });
+      const { client, text } = halfOpenClient(shim);
       try {
         await once(client, 'connect');
         client.write(
@@ -252,14 +254,14 @@ describe('a body that turns malformed while it streams upstream, the upstream an
           what: 'the first chunk upstream',
         });
         client.write('zz\r\n');
-        await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the 400' });
+        await waitFor(() => text().includes('\r\n\r\n{'), { what: 'the 400' });
         const line = () =>
           shim
             .logs()
             .find((l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/late');
         await waitFor(() => line() !== undefined, { what: "the request's log line", timeoutMs: 10_000 });
-        expect(text.match(/HTTP\/1\.1 /g)).toEqual(['HTTP/1.1 ']);
-        expect(text).toMatch(/^HTTP\/1\.1 400 /);
+        expect(text().match(/HTTP\/1\.1 /g)).toEqual(['HTTP/1.1 ']);
+        expect(text()).toMatch(/^HTTP\/1\.1 400 /);
         expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
         expect(line()!.upstreamError).toBeUndefined();
         expect(line()!.level).toBe(30);
@@ -304,16 +306,7 @@ describe('what the longer linger must not stretch (review of fix 153: fix 155)',
   it('a slowloris: the 408 for a head that never finished lingers HEAD_REFUSAL_LINGER_MS in all, however the client keeps sending', async () => {
     const slow = await startStack({ UPSTREAM_URL: raw.url });
     // A client that goes on after the shim's FIN (allowHalfOpen: Node's would close its side at once).
-    const client = net.connect({
-      port: Number(new URL(slow.url).port),
-      host: '127.0.0.1',
-      allowHalfOpen: true,
-    });
-    client.on('error', () => {});
-    let text = '';
-    client.on('data', (d: Buffer) => {
-      text += d.toString('latin1');
-    });
+    const { client, text } = halfOpenClient(slow);
     // A header line every second after the head's start, as slowhttptest -H does, and on after the 408.
     const sender = setInterval(() => {
       if (!client.destroyed) client.write(`X-a${Math.random().toString(36).slice(2, 6)}: b\r\n`);
@@ -321,7 +314,7 @@ describe('what the longer linger must not stretch (review of fix 153: fix 155)',
     try {
       await once(client, 'connect');
       client.write('GET /api/health HTTP/1.1\r\nHost: shim.test\r\n');
-      await waitFor(() => text.includes(' 408 '), { what: 'the 408', timeoutMs: 20_000 });
+      await waitFor(() => text().includes(' 408 '), { what: 'the 408', timeoutMs: 20_000 });
       const refusedAt = performance.now();
       await waitFor(async () => (await openConnections(slow)) === 0, {
         what: 'the connection closed',
