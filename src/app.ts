@@ -14,7 +14,13 @@ import {
   type ServerRejection,
   ShimError,
 } from './core/errors.ts';
-import { createExchangeState, type ExchangeState, type Gate, stateOf } from './core/exchange.ts';
+import {
+  createExchangeState,
+  type ExchangeState,
+  type Gate,
+  isAnsweredByServer,
+  stateOf,
+} from './core/exchange.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './core/types.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
 import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
@@ -341,7 +347,8 @@ function createAdmission(
   const onError: ErrorRequestHandler = (err, req, res, _next) => {
     const state = stateOf(res);
     if (err instanceof ClientAbortedError) {
-      res.destroy();
+      // A client gone; or the HTTP server answered the request itself, whose socket lingers (fix 156).
+      if (!isAnsweredByServer(res)) res.destroy();
       return;
     }
     // A ShimError comes from a gate or the forwarder, after `admit` stored the state.

@@ -94,3 +94,39 @@ export type Gate = (req: IncomingMessage, state: ExchangeState) => void;
 export function stateOf(res: ServerResponse): ExchangeState | undefined {
   return (res as ServerResponse & { locals?: { shim?: ExchangeState } }).locals?.shim;
 }
+
+/**
+ * The event a response emits when the HTTP server has answered its request itself (a parser error in
+ * the request's body: the server's own 400 went to the client, src/proxy/server.ts `writeRaw`). What
+ * handles the exchange treats it as a client gone: the upstream request goes, the body read ends, a held
+ * head is not sent, and no error of its own replaces that answer in the log or the metrics
+ * (docs/reliability.md fix 156).
+ */
+export const ANSWERED_BY_SERVER = 'shim:answered-by-server';
+
+/** The responses the HTTP server answered itself (see {@link ANSWERED_BY_SERVER}). */
+const answeredByServer = new WeakSet<ServerResponse>();
+
+/**
+ * Records that the HTTP server answered `res`'s request itself with `statusCode` (for the request's
+ * log line), and tells the exchange ({@link ANSWERED_BY_SERVER}).
+ * @param res The response of the request being handled, not yet started.
+ * @param statusCode The status of the server's answer, e.g. 400.
+ * @throws Nothing (but what a listener throws).
+ */
+export function markAnsweredByServer(res: ServerResponse, statusCode: number): void {
+  answeredByServer.add(res);
+  res.statusCode = statusCode;
+  res.emit(ANSWERED_BY_SERVER);
+}
+
+/**
+ * Whether the HTTP server answered `res`'s request itself ({@link markAnsweredByServer}): nothing may
+ * be written to `res` any more.
+ * @param res A response of the pipeline.
+ * @returns `true` once marked.
+ * @throws Nothing.
+ */
+export function isAnsweredByServer(res: ServerResponse): boolean {
+  return answeredByServer.has(res);
+}

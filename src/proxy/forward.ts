@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ShimError } from '../core/errors.ts';
-import { type ExchangeState, stateOf } from '../core/exchange.ts';
+import { ANSWERED_BY_SERVER, type ExchangeState, stateOf } from '../core/exchange.ts';
 import type {
   BufferBudget,
   ExchangeHooks,
@@ -44,7 +44,13 @@ import {
 } from './outgoing-request.ts';
 import { startDeadline } from './own-pause.ts';
 import { headerValue } from './raw-headers.ts';
-import { type BodyReadOptions, type BodyStart, readBodyStart, rewriteRequestBody } from './request-body.ts';
+import {
+  type BodyReadOptions,
+  type BodyStart,
+  ClientAbortedError,
+  readBodyStart,
+  rewriteRequestBody,
+} from './request-body.ts';
 import { sendError } from './respond.ts';
 import {
   chainPatches,
@@ -475,6 +481,10 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       () => controller.abort(),
       Math.max(0, bodyTimeoutMs - (performance.now() - state.startedAt)),
     );
+    // The HTTP server answered the request itself (a malformed chunk): the read ends as for a client
+    // gone, not at the deadline with a 408 of its own (fix 156).
+    const answered = () => controller.abort(new ClientAbortedError());
+    res.once(ANSWERED_BY_SERVER, answered);
     let bodyRead: Buffer | BodyStart;
     try {
       bodyRead = await read({
@@ -485,6 +495,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       });
     } finally {
       timer.clear();
+      res.off(ANSWERED_BY_SERVER, answered);
     }
     if (Buffer.isBuffer(bodyRead)) f.body = bodyRead;
     else if (bodyRead.complete) f.body = bodyRead.bytes;

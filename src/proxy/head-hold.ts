@@ -9,6 +9,7 @@
  * on the response has started, and a failure aborts it as for any started response (SPEC §6).
  */
 
+import { ANSWERED_BY_SERVER } from '../core/exchange.ts';
 import { type Deadline, startDeadline } from './own-pause.ts';
 
 /**
@@ -26,8 +27,11 @@ export interface HeldResponse {
   readonly writableEnded: boolean;
   /** Sends a written head now, without waiting for the body (Node's `OutgoingMessage.flushHeaders`). */
   flushHeaders(): void;
-  /** The response closed (ended, answered otherwise, or its client gone): the hold ends with it. */
-  once(event: 'close', listener: () => void): unknown;
+  /**
+   * The response closed (ended, answered otherwise, or its client gone), or the HTTP server answered
+   * its request itself (`ANSWERED_BY_SERVER`): the hold ends with it.
+   */
+  once(event: 'close' | typeof ANSWERED_BY_SERVER, listener: () => void): unknown;
 }
 
 /** The timer functions {@link holdHead} uses: the shim's deadlines, or a test's own clock. */
@@ -94,6 +98,7 @@ export function holdHead(
   // A response that ends without its body starting (a 502, the client gone) ends the hold: its timer
   // would otherwise keep the exchange (response, upstream response, headers) until it ran.
   res.once('close', cancel);
+  res.once(ANSWERED_BY_SERVER, cancel);
   return {
     start: () => {
       cancel();

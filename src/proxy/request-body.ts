@@ -174,7 +174,8 @@ function readBody(
     const onClose = () => {
       if (!req.complete) onError();
     };
-    const onAbort = () => fail(timedOut());
+    // The deadline (408), or the exchange ended under the read (a ClientAbortedError as the reason).
+    const onAbort = () => fail(signal?.reason instanceof ClientAbortedError ? signal.reason : timedOut());
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

@@ -3,6 +3,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { errorHead, JSON_CONTENT_TYPE } from '../core/errors.ts';
+import { isAnsweredByServer } from '../core/exchange.ts';
 import { exposedNames } from './response-writer.ts';
 
 /**
@@ -23,6 +24,8 @@ export function sendError(
   extraHeaders: readonly string[],
   closeConnection = false,
 ): void {
+  // The HTTP server answered this request itself (fix 156): its answer stands, its socket lingers.
+  if (isAnsweredByServer(res)) return;
   if (res.headersSent || res.writableEnded) {
     res.destroy();
     return;

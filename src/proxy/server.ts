@@ -11,6 +11,7 @@ import {
   type ServerRejection,
   UPGRADE_REFUSED_MESSAGE,
 } from '../core/errors.ts';
+import { markAnsweredByServer } from '../core/exchange.ts';
 import { connectionOptions } from './hop-by-hop.ts';
 import { afterPendingIo } from './own-pause.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
@@ -82,15 +83,6 @@ interface Pipeline {
  * heap by 1.6 GB in 4.5 s. No real client pipelines this deep (browsers do not pipeline at all).
  */
 export const MAX_PIPELINED = 64;
-
-/**
- * The event a response emits when the HTTP server has answered its request itself (a parser error in
- * the request's body: the server's 400 went to the client, `writeRaw`): whatever handles the exchange
- * treats it as a client gone — the upstream request goes, and nothing it sends or fails replaces the
- * answer or is counted as the upstream's (docs/reliability.md fix 156). The response's `statusCode` is
- * the answer's, for its request log line.
- */
-export const ANSWERED_BY_SERVER = 'shim:answered-by-server';
 
 /** Where a parser error's response goes (see {@link pipelineInOrder}'s `onParserError`). */
 type ParserErrorTurn =
@@ -267,9 +259,8 @@ function pipelineInOrder(handler: RequestListener): {
         if (last.writableEnded) return 'answered';
         if (last.headersSent) return 'started';
         // The refusal is this request's answer: its log line says so, and its exchange ends here.
-        last.statusCode = status;
         respond();
-        last.emit(ANSWERED_BY_SERVER);
+        markAnsweredByServer(last, status);
         return 'now';
       }
       // Every request before the error is served first (all but the broken one, for an error in a body).

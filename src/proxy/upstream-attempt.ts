@@ -10,7 +10,7 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { ExchangeState } from '../core/exchange.ts';
+import { ANSWERED_BY_SERVER, type ExchangeState } from '../core/exchange.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
@@ -18,7 +18,6 @@ import { resetStalledClient } from './client-reset.ts';
 import { afterPendingIo, type Deadline, startDeadline } from './own-pause.ts';
 import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
-import { ANSWERED_BY_SERVER } from './server.ts';
 import { boundDiscard, keepUploadGoing, releaseWhenSent, sendBodyStart } from './upload.ts';
 import {
   dropQueuedRequest,

@@ -275,6 +275,44 @@ describe('a body that turns malformed while it streams upstream, the upstream an
   );
 });
 
+describe('a body that turns malformed while an upstream head is held (RESPONSE_HEAD_HOLD_MS)', () => {
+  it('the held head is not sent after the 400, and the line says 400 (review of fix 156)', async () => {
+    const sent = new WeakSet<net.Socket>();
+    const early = await startRawUpstream((socket, received) => {
+      if (!received.includes('hello') || sent.has(socket)) return;
+      sent.add(socket);
+      // An early answer whose body comes later: its head is held for it.
+      socket.write('HTTP/1.1 202 Accepted\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
+    });
+    const shim = await startStack({ UPSTREAM_URL: early.url, RESPONSE_HEAD_HOLD_MS: '1000' });
+    const { client, text } = halfOpenClient(shim);
+    try {
+      await once(client, 'connect');
+      client.write(
+        'POST /held HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
+          'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+      );
+      await waitFor(() => early.received.some((r) => r.includes('hello')), {
+        what: 'the first chunk upstream',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      client.write('zz\r\n');
+      await waitFor(() => text().includes('\r\n\r\n{'), { what: 'the 400' });
+      const line = () =>
+        shim
+          .logs()
+          .find((l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/held');
+      await waitFor(() => line() !== undefined, { what: "the request's log line", timeoutMs: 12_000 });
+      expect(text().match(/HTTP\/1\.1 /g)).toEqual(['HTTP/1.1 ']);
+      expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
+    } finally {
+      client.destroy();
+      await shim.close();
+      await early.close();
+    }
+  }, 20_000);
+});
+
 describe('what the longer linger must not stretch (review of fix 153: fix 155)', () => {
   it('a drain: a client trickling a refused upload is closed LINGER_IDLE_MS into it, not at SHUTDOWN_TIMEOUT_MS', async () => {
     const draining = await startStack({ UPSTREAM_URL: raw.url, SHUTDOWN_TIMEOUT_MS: '20000' });
