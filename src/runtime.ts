@@ -362,35 +362,33 @@ function trackConnections(server: Server, draining: () => boolean): TrackedConne
   /**
    * FIN after the last byte, then the bytes the client still sends are read and dropped until it closes
    * its side: closing a socket with unread bytes sends a reset, which can destroy the response in the
-   * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). With
-   * `lingerMs`, bounded as nginx bounds it: `lingerMs` in all ({@link LINGER_MS} unless the caller says
-   * less), {@link LINGER_IDLE_MS} without a byte from the client; while draining, LINGER_IDLE_MS in all,
+   * client's receive buffer before the client reads it (RFC 9112 §9.6, the "staged close"). Bounded as
+   * nginx bounds it: `lingerMs` in all ({@link LINGER_MS} unless the caller says less),
+   * {@link LINGER_IDLE_MS} without a byte from the client; while draining, LINGER_IDLE_MS in all,
    * so that a client trickling bytes does not hold the drain to SHUTDOWN_TIMEOUT_MS (fix 60's bound).
    */
-  const closeGracefully = (socket: Socket, lingerMs?: number): void => {
+  const closeGracefully = (socket: Socket, lingerMs: number): void => {
     if (socket.destroyed) return;
     if (socket.readableEnded) {
       socket.destroySoon();
       return;
     }
     socket.once('end', () => socket.destroy());
-    if (lingerMs !== undefined) {
-      // Reads are counted by the socket whoever consumes them (Node's HTTP parser reads natively).
-      const started = performance.now();
-      let lastRead = started;
-      let bytesRead = socket.bytesRead;
-      const check = setInterval(() => {
-        const now = performance.now();
-        if (socket.bytesRead !== bytesRead) {
-          bytesRead = socket.bytesRead;
-          lastRead = now;
-        }
-        const limit = draining() ? Math.min(lingerMs, LINGER_IDLE_MS) : lingerMs;
-        if (now - lastRead >= LINGER_IDLE_MS || now - started >= limit) socket.destroy();
-      }, LINGER_CHECK_MS);
-      check.unref();
-      socket.once('close', () => clearInterval(check));
-    }
+    // Reads are counted by the socket whoever consumes them (Node's HTTP parser reads natively).
+    const started = performance.now();
+    let lastRead = started;
+    let bytesRead = socket.bytesRead;
+    const check = setInterval(() => {
+      const now = performance.now();
+      if (socket.bytesRead !== bytesRead) {
+        bytesRead = socket.bytesRead;
+        lastRead = now;
+      }
+      const limit = draining() ? Math.min(lingerMs, LINGER_IDLE_MS) : lingerMs;
+      if (now - lastRead >= LINGER_IDLE_MS || now - started >= limit) socket.destroy();
+    }, LINGER_CHECK_MS);
+    check.unref();
+    socket.once('close', () => clearInterval(check));
     socket.end();
     socket.resume();
   };

@@ -191,24 +191,10 @@ describe('a body that turns malformed while it streams upstream', () => {
       text += d.toString('latin1');
     });
     await once(client, 'connect');
-    client.write(
-      'POST /upload-malformed HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
-        'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
-    );
-    const upstreamHas = () =>
-      raw.received.some((r) => r.includes('POST /upload-malformed') && r.includes('hello'));
-    await waitFor(upstreamHas, { what: 'the first chunk upstream' });
-    client.write('zz\r\n');
-    await waitFor(() => text.includes('\r\n\r\n{'), { what: 'the 400' });
+    await malformMidUpload(client, () => text, raw, '/upload-malformed');
     expect(text).toMatch(/^HTTP\/1\.1 400 /);
-    const line = () =>
-      stack
-        .logs()
-        .find(
-          (l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/upload-malformed',
-        );
-    await waitFor(() => line() !== undefined, { what: "the request's log line" });
-    expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
+    const line = await requestLine(stack, '/upload-malformed');
+    expect((line.res as { statusCode: number }).statusCode).toBe(400);
     client.destroy();
   });
 });
@@ -222,6 +208,38 @@ function halfOpenClient(on: Stack) {
     received += d.toString('latin1');
   });
   return { client, text: () => received };
+}
+
+/**
+ * On a connected `client` (what it read: `text`), a chunked upload of `path` whose first chunk reaches
+ * `upstream`, then, `pauseMs` later, a malformed chunk size (`zz`): resolves once the server's answer
+ * has arrived.
+ */
+async function malformMidUpload(
+  client: net.Socket,
+  text: () => string,
+  upstream: RawUpstream,
+  path: string,
+  pauseMs = 0,
+): Promise<void> {
+  client.write(
+    `POST ${path} HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n` +
+      'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+  );
+  await waitFor(() => upstream.received.some((r) => r.includes(`POST ${path}`) && r.includes('hello')), {
+    what: 'the first chunk upstream',
+  });
+  if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  client.write('zz\r\n');
+  await waitFor(() => text().includes('\r\n\r\n{'), { what: 'the 400' });
+}
+
+/** The `request completed` line of `path`, once written (within `timeoutMs`). */
+async function requestLine(on: Stack, path: string, timeoutMs?: number): Promise<Record<string, unknown>> {
+  const line = () =>
+    on.logs().find((l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === path);
+  await waitFor(() => line() !== undefined, { what: "the request's log line", timeoutMs });
+  return line()!;
 }
 
 describe('a body that turns malformed while it streams upstream, the upstream answering after the 400', () => {
@@ -246,25 +264,13 @@ describe('a body that turns malformed while it streams upstream, the upstream an
       const { client, text } = halfOpenClient(shim);
       try {
         await once(client, 'connect');
-        client.write(
-          'POST /late HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
-            'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
-        );
-        await waitFor(() => late.received.some((r) => r.includes('hello')), {
-          what: 'the first chunk upstream',
-        });
-        client.write('zz\r\n');
-        await waitFor(() => text().includes('\r\n\r\n{'), { what: 'the 400' });
-        const line = () =>
-          shim
-            .logs()
-            .find((l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/late');
-        await waitFor(() => line() !== undefined, { what: "the request's log line", timeoutMs: 10_000 });
+        await malformMidUpload(client, text, late, '/late');
+        const line = await requestLine(shim, '/late', 10_000);
         expect(text().match(/HTTP\/1\.1 /g)).toEqual(['HTTP/1.1 ']);
         expect(text()).toMatch(/^HTTP\/1\.1 400 /);
-        expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
-        expect(line()!.upstreamError).toBeUndefined();
-        expect(line()!.level).toBe(30);
+        expect((line.res as { statusCode: number }).statusCode).toBe(400);
+        expect(line.upstreamError).toBeUndefined();
+        expect(line.level).toBe(30);
       } finally {
         client.destroy();
         await shim.close();
@@ -288,23 +294,10 @@ describe('a body that turns malformed while an upstream head is held (RESPONSE_H
     const { client, text } = halfOpenClient(shim);
     try {
       await once(client, 'connect');
-      client.write(
-        'POST /held HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n' +
-          'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
-      );
-      await waitFor(() => early.received.some((r) => r.includes('hello')), {
-        what: 'the first chunk upstream',
-      });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      client.write('zz\r\n');
-      await waitFor(() => text().includes('\r\n\r\n{'), { what: 'the 400' });
-      const line = () =>
-        shim
-          .logs()
-          .find((l) => l.msg === 'request completed' && (l.req as { path?: string })?.path === '/held');
-      await waitFor(() => line() !== undefined, { what: "the request's log line", timeoutMs: 12_000 });
+      await malformMidUpload(client, text, early, '/held', 200);
+      const line = await requestLine(shim, '/held', 12_000);
       expect(text().match(/HTTP\/1\.1 /g)).toEqual(['HTTP/1.1 ']);
-      expect((line()!.res as { statusCode: number }).statusCode).toBe(400);
+      expect((line.res as { statusCode: number }).statusCode).toBe(400);
     } finally {
       client.destroy();
       await shim.close();
