@@ -8,6 +8,7 @@
  * layer (SPEC §10).
  */
 import { DEFAULT_API_KEY_HEADER, type PluginDefinition } from '../config.ts';
+import { ShimError } from '../core/errors.ts';
 import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../core/types.ts';
 import { logPath } from '../observability/request-log.ts';
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
@@ -289,6 +290,7 @@ export function createAliasLayer(
       if (route !== undefined && route.query.length > 0) {
         hooks.rewriteQuery = (rawQuery) => {
           const result = rewriteQuery(route.query, rawQuery);
+          if (result.cloaked !== undefined) throw cloakedQueryError(route.query, result.cloaked);
           record(route.query, result.aliasesUsed);
           return result.query;
         };
@@ -305,6 +307,24 @@ export function createAliasLayer(
       return hooks;
     },
   };
+}
+
+/**
+ * The refusal of a legacy query that a parser splitting parameters on `;` would read differently
+ * (parameter cloaking; rewrite-query.ts `rewriteQuery`, docs/reliability.md fix 158): 400, counted as
+ * `hygiene`, nothing forwarded.
+ * @param renames The route's query renames.
+ * @param alias The alias `rewriteQuery` reported as cloaked.
+ * @returns The error the core answers with.
+ */
+function cloakedQueryError(renames: readonly AliasRename[], alias: string): ShimError {
+  const canonical = renames.find((r) => r.alias === alias)?.canonical ?? alias;
+  return new ShimError(
+    'hygiene',
+    `The query has a ';' next to the deprecated parameter '${alias}' (now '${canonical}'): servers ` +
+      "that also separate parameters with ';' would read it otherwise than this proxy, which cannot " +
+      "rename it for both. Separate parameters with '&' and send a ';' inside a value as %3B.",
+  );
 }
 
 /**

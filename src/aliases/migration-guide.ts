@@ -102,7 +102,7 @@ function section(row: AliasRow): string[] {
     const after = rewriteQuery([row], before).query;
     const path = concretePath(row.path!);
     lines.push(
-      `Send the query parameter \`${row.canonical}\` instead of \`${row.alias}\` (bracket forms too: \`${row.alias}[]=…\` → \`${row.canonical}[]=…\`). Values and the other parameters are unchanged.`,
+      `Send the query parameter \`${row.canonical}\` instead of \`${row.alias}\` (bracket forms too: \`${row.alias}[]=…\` → \`${row.canonical}[]=…\`). Values and the other parameters are unchanged. Until you do, separate parameters with \`&\` only: the proxy refuses (400) a query with a raw \`;\` next to \`${row.alias}\`, which some servers read as another separator.`,
       '',
       'Before (deprecated):',
       '',

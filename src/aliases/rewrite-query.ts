@@ -11,6 +11,13 @@ export interface QueryRewriteResult {
   readonly query: string;
   /** Aliases the query used (whether renamed or dropped), in the order of `renames`. */
   readonly aliasesUsed: string[];
+  /**
+   * Set when a parser that also splits parameters on `;` would read the query differently: the first
+   * alias (in the order of `renames`) such that the alias, or its canonical name while the alias is
+   * present, stands right after a raw `;` (see {@link rewriteQuery}). `query` is then `rawQuery`
+   * unchanged: no rename can be right for both kinds of parser.
+   */
+  readonly cloaked?: string;
 }
 
 /** The hex digit after `%5` that encodes each bracket (`%5B`, `%5D`), lower case. */
@@ -106,6 +113,30 @@ export function decodeName(raw: string): string | undefined {
 }
 
 /**
+ * The names a parser that also splits parameters on a raw `;` reads where {@link rewriteQuery} reads
+ * none or another: each piece after a `;`, and the piece before the first `;` of a key (`x;tags=a` is
+ * the name `x;tags` to an `&` parser). Decoded as {@link rewriteQuery} decodes names.
+ * @param pieces The query split on `&`.
+ * @returns The names, in order (`undefined` for a name that is not valid percent-encoded UTF-8).
+ */
+function namesAfterSemicolons(pieces: readonly string[]): (string | undefined)[] {
+  const found: (string | undefined)[] = [];
+  for (const piece of pieces) {
+    const semicolon = piece.indexOf(';');
+    if (semicolon < 0) continue;
+    const eq = piece.indexOf('=');
+    const parts = piece.split(';');
+    for (let k = eq < 0 || eq > semicolon ? 0 : 1; k < parts.length; k++) {
+      const part = parts[k]!;
+      const partEq = part.indexOf('=');
+      const base = baseName(partEq < 0 ? part : part.slice(0, partEq));
+      found.push(decodeName(part.slice(base[0], base[1])));
+    }
+  }
+  return found;
+}
+
+/**
  * Rewrites the parameter names of a raw query string. A parameter's name is its key up to the first `[`,
  * or inside a leading `[…]`, after percent-decoding (`t%61gs`, `tags[]`, `tags[x]`, `tags%5B%5D`,
  * `[tags]` and `%5Btags%5D` are all forms of `tags`, as qs reads them); names match case-sensitively. For each rename: when any form of the canonical name is present, every form of
@@ -114,10 +145,18 @@ export function decodeName(raw: string): string | undefined {
  * bytes — values, other parameters, empty pieces (`a=1&&b=2`), encodings — stay exactly as sent; the
  * query is never round-tripped through a parser.
  *
+ * Parameter cloaking (CVE-2021-23336's class): this splits parameters on `&` only, as Express, Django and
+ * Python ≥ 3.9.2 do, but Twisted, Rack 2, CherryPy and Go before 1.17 also split on a raw `;`. For them,
+ * `x=1;tags=a` holds a parameter `tags` that this reads as part of `x`'s value, and `tags=a;
+ * metadataByTypeUuid=m` holds the canonical name, which must win (service document part 9, rule 1).
+ * When an alias, or the canonical name of an alias the query uses, stands right after a raw `;`, the
+ * result says so (`cloaked`) and nothing is renamed: renaming there would change a value for the first
+ * kind of parser. A `;` encoded as `%3B` is a value's byte for both.
+ *
  * @param renames Canonical/alias pairs of the matched route (alias table, `query` rows).
  * @param rawQuery The query without the leading `?` (`''` for none).
- * @returns `{ query, aliasesUsed }`; `query` is `rawQuery` itself when nothing changed. Never throws
- *   (a key with malformed percent-encoding simply matches no name).
+ * @returns `{ query, aliasesUsed, cloaked? }`; `query` is `rawQuery` itself when nothing changed.
+ *   Never throws (a key with malformed percent-encoding simply matches no name).
  * @example
  * rewriteQuery([{ canonical: 'metadataByTypeUuid', alias: 'tags' }], 'tags[abc]=1&take=10');
  * // → { query: 'metadataByTypeUuid[abc]=1&take=10', aliasesUsed: ['tags'] }
@@ -137,6 +176,16 @@ export function rewriteQuery(renames: readonly AliasRename[], rawQuery: string):
     const base = baseName(eq < 0 ? piece : piece.slice(0, eq));
     bases[p] = base;
     names[p] = decodeName(piece.slice(base[0], base[1]));
+  }
+
+  const cloaked = rawQuery.includes(';') ? namesAfterSemicolons(pieces) : [];
+  for (const { canonical, alias } of renames) {
+    if (cloaked.includes(alias) || (cloaked.includes(canonical) && names.includes(alias))) {
+      const aliasesUsed = renames
+        .filter((r) => names.includes(r.alias) || cloaked.includes(r.alias))
+        .map((r) => r.alias);
+      return { query: rawQuery, aliasesUsed, cloaked: alias };
+    }
   }
 
   const aliasesUsed: string[] = [];

@@ -108,6 +108,75 @@ describe('rewriteQuery — canonical wins', () => {
   });
 });
 
+describe('rewriteQuery — parameter cloaking behind a raw `;` (fix 158)', () => {
+  // Twisted, Rack 2, CherryPy and Go before 1.17 split parameters on `;` as well as `&`.
+  it.each([
+    ['x=1;tags=a', 'an alias after a `;` in a value'],
+    ['x;tags=a', 'an alias after a `;` in a key'],
+    ['tags;x=1', 'an alias before a `;` in a key'],
+    ['x=1;t%61gs[]=a&take=10', 'an encoded alias form'],
+    ['metadataByTypeUuid=m;tags=a', 'an alias after the canonical name'],
+    ['tags=a;metadataByTypeUuid=m', 'the canonical name after the alias'],
+    ['x=1;metadataByTypeUuid=m&tags=a', 'the canonical name after a `;`, the alias after a `&`'],
+  ])('%s (%s): reported, nothing renamed', (input) => {
+    expect(rewrite(input)).toEqual({ query: input, aliasesUsed: ['tags'], cloaked: 'tags' });
+  });
+
+  it.each([
+    ['tags=a;b', 'metadataByTypeUuid=a;b'],
+    ['tags=a;b=c', 'metadataByTypeUuid=a;b=c'],
+    ['x=1%3Btags=a&tags=b', 'x=1%3Btags=a&metadataByTypeUuid=b'],
+    ['x=1;metadataByTypeUuid=m', 'x=1;metadataByTypeUuid=m'],
+    ['x=a;b&tags=c', 'x=a;b&metadataByTypeUuid=c'],
+  ])("%s → %s: a `;` beside no alias is a value's byte, as before", (input, output) => {
+    const result = rewrite(input);
+    expect(result.query).toBe(output);
+    expect(result.cloaked).toBeUndefined();
+  });
+
+  it('names the first cloaked alias in the order of the renames, and every alias used', () => {
+    const renames = [
+      { canonical: 'metadata', alias: 'tags' },
+      { canonical: 'ignoreMissingMetadata', alias: 'ignoreTags' },
+    ];
+    expect(rewriteQuery(renames, 'ignoreTags=1&x=2;tags=3')).toEqual({
+      query: 'ignoreTags=1&x=2;tags=3',
+      aliasesUsed: ['tags', 'ignoreTags'],
+      cloaked: 'tags',
+    });
+  });
+
+  /** The names a parser splitting on `&` and `;` reads (Twisted 22.4 `parse_qs`), decoded. */
+  const semicolonNames = (q: string) =>
+    q
+      .split(/[&;]/)
+      .map((piece) => piece.split('=')[0]!)
+      .map((key) => decodeName(key.replace(/(\[|%5B).*$/i, '')));
+
+  it('a query not reported reads, to a parser that splits on `;`, with no alias and the canonical winning', () => {
+    const part = fc.constantFrom('tags', 't%61gs', 'tags[]', 'metadataByTypeUuid', 'x', 'take', '');
+    const value = fc.constantFrom('', '=a', '=b;c', '=;', '=1;tags', '=m;metadataByTypeUuid=n');
+    const pieces = fc.array(fc.tuple(part, value, fc.constantFrom('&', ';')), { maxLength: 6 });
+    fc.assert(
+      fc.property(pieces, (ps) => {
+        const q = ps.map(([k, v, sep], i) => (i === 0 ? '' : sep) + k + v).join('');
+        const result = rewrite(q);
+        if (result.cloaked !== undefined) {
+          expect(result.query).toBe(q);
+          return;
+        }
+        const before = semicolonNames(q);
+        const after = semicolonNames(result.query);
+        expect(after).not.toContain('tags');
+        const canonicalCount = (names: (string | undefined)[]) =>
+          names.filter((n) => n === 'metadataByTypeUuid').length;
+        if (before.includes('metadataByTypeUuid')) expect(canonicalCount(after)).toBe(canonicalCount(before));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe('rewriteQuery — properties', () => {
   const piece = fc.oneof(
     fc
