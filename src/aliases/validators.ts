@@ -11,7 +11,7 @@ import { entityTags, patchedEtag } from '../proxy/validators.ts';
 /**
  * Whether a 304 answers a client that holds the response unpatched: the 304's entity tag is strong
  * (`"x"`) and the client's `If-None-Match` names it in that strong form and not as `W/"x+patched"` (the
- * form of the patched 200, src/proxy/validators.ts) or `W/"x"`. Then the 304 keeps the strong tag, as the
+ * form of the patched 200, src/proxy/validators.ts; or its strong spelling `"x+patched"`) or `W/"x"`. Then the 304 keeps the strong tag, as the
  * 200 the client holds carried it. A patching `GET` or `HEAD` (the only methods a 304 answers) forwards
  * only the patched tags (`upstreamIfNoneMatch`), and no `If-Modified-Since` beside `If-None-Match`
  * (outgoing-request.ts), so such a 304 now answers a `*` only.
@@ -26,5 +26,11 @@ import { entityTags, patchedEtag } from '../proxy/validators.ts';
 export function revalidatesUnpatched(ifNoneMatch: string | undefined, etag: string | undefined): boolean {
   if (etag === undefined || !etag.startsWith('"')) return false;
   const tags = entityTags(ifNoneMatch);
-  return tags.includes(etag) && !tags.includes(`W/${etag}`) && !tags.includes(patchedEtag(etag));
+  const patched = patchedEtag(etag);
+  return (
+    tags.includes(etag) &&
+    !tags.includes(`W/${etag}`) &&
+    !tags.includes(patched) &&
+    !tags.includes(patched.slice(2)) // its strong spelling, as a cache may send it (fix 159)
+  );
 }

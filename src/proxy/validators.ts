@@ -61,8 +61,9 @@ export function patchedEtag(etag: string): string {
 
 /**
  * A patching exchange's `If-None-Match` as the upstream must see it. Each tag of a patched response
- * ({@link patchedEtag}) goes as the upstream's tag (weak form: `If-None-Match` compares weakly) and `*` as
- * it is. What happens to the client's other tags depends on what a false condition answers (RFC 9110
+ * ({@link patchedEtag}), weak as sent or in its strong spelling (`"x+patched"`: weakly equal, RFC 9110
+ * §8.8.3.2; a cache revalidating its stored copy may send it so), goes as the upstream's tag (weak form:
+ * `If-None-Match` compares weakly) and `*` as it is. What happens to the client's other tags depends on what a false condition answers (RFC 9110
  * §13.1.2):
  * - `GET` and `HEAD` (`revalidation`): a 304, on which the client uses the copy its tag names. Such a
  *   copy is not the representation this client is served (another variant's, or an unpatched one), so
@@ -75,14 +76,18 @@ export function patchedEtag(etag: string): string {
  * @returns The value to forward, or `undefined` to forward none.
  * @throws Nothing.
  * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → 'W/"v1"'
+ * @example upstreamIfNoneMatch('"v1+patched"', true) // → 'W/"v1"'
  * @example upstreamIfNoneMatch('"v1"', true) // → undefined: a current client's copy, or an unpatched one
  * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", W/"v2"': a PUT's precondition, whole
  */
 export function upstreamIfNoneMatch(value: string | undefined, revalidation: boolean): string | undefined {
   const kept: string[] = [];
   for (const tag of entityTags(value)) {
-    if (tag.startsWith('W/') && tag.endsWith(`${PATCHED_MARK}"`))
-      kept.push(tag.slice(0, -PATCHED_MARK.length - 1) + '"');
+    // The strong spelling too: weakly equal (RFC 9110 §8.8.3.2), and what a cache sends when it
+    // revalidates the stored patched response (Apache Traffic Server 9.2 drops the `W/`; fix 159).
+    const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
+    if (opaque.length >= PATCHED_MARK.length + 2 && opaque.endsWith(`${PATCHED_MARK}"`))
+      kept.push(`W/${opaque.slice(0, -PATCHED_MARK.length - 1)}"`);
     else if (tag === '*' || !revalidation) kept.push(tag);
   }
   return kept.length === 0 ? undefined : kept.join(', ');

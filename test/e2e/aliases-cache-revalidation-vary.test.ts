@@ -78,6 +78,26 @@ describe('a cache revalidating a stored response through the shim (RFC 9111 §4.
     },
   );
 
+  // Apache Traffic Server 9.2 revalidates with the stored tag's `W/` dropped, and its stored date too:
+  // weakly the same tag (RFC 9110 §8.8.3.2). The shim dropped it, and with it the date (fix 159), so every
+  // stale legacy copy was fetched and patched again in full.
+  it('a legacy copy revalidated with the strong spelling of its tag (as Traffic Server sends it) gets its 304', async () => {
+    const { url } = await start();
+    const first = await send(url, 'GET', '/missions', LEGACY);
+    const tag = String(first.headers.etag);
+    expect(tag).toMatch(/^W\/".*\+patched"$/);
+    const notModified = await send(url, 'GET', '/missions', {
+      ...LEGACY,
+      'if-none-match': tag.slice(2),
+      'if-modified-since': new Date().toUTCString(),
+    });
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.etag).toBe(tag);
+    expect(upstream?.requests.at(-1)?.headers['if-none-match']).toBe(
+      `W/${tag.slice(2).replace(/\+patched"$/, '"')}`,
+    );
+  });
+
   it('an upstream 304 that names its Vary gets the client-version header merged in, as its 200', async () => {
     const { url } = await start(true);
     const first = await send(url, 'GET', '/missions', { ...LEGACY, 'accept-encoding': 'gzip' });

@@ -9,6 +9,7 @@ describe('revalidatesUnpatched', () => {
     ['"v1", W/"v1"', '"v1"', false], // both: keep the patched form
     ['W/"v1+patched"', '"v1"', false], // the marked tag of the patched 200 (src/proxy/validators.ts)
     ['"v1", W/"v1+patched"', '"v1"', false], // a cache holding both variants: the patched one matched
+    ['"v1", "v1+patched"', '"v1"', false], // the same, the patched tag as a cache revalidates it (fix 159)
     ['*', '"v1"', false],
     [undefined, '"v1"', false], // If-Modified-Since only: the body's kind decides
     ['W/"v1"', 'W/"v1"', false], // a weak upstream tag stays as it is anyway
