@@ -51,7 +51,9 @@ function requestRouteLabels(table: readonly AliasRow[]): string[] {
  * Creates the alias layer.
  *
  * Per request of a client that {@link wantsAliases} (layer on, version below the sunset):
- * - `rewriteQuery` on routes with query aliases; `body` on routes with body aliases when the request's
+ * - `rewriteQuery` on routes with query aliases, which throws the `ShimError` 400 (`hygiene`) for a query
+ *   a parser splitting on `;` would read otherwise (parameter cloaking, rewrite-query.ts; fix 158);
+ *   `body` on routes with body aliases when the request's
  *   `Content-Type` is JSON (`application/json`, `application/*+json`); `onResponse` returns a streaming
  *   patch ({@link createJsonPatch}, holding at most `MAX_PATCH_VALUE` bytes, reserved from
  *   `context.budget`) for JSON responses of any status, and for a HEAD or a 304 without Content-Type —
@@ -321,9 +323,9 @@ function cloakedQueryError(renames: readonly AliasRename[], alias: string): Shim
   const canonical = renames.find((r) => r.alias === alias)?.canonical ?? alias;
   return new ShimError(
     'hygiene',
-    `The query has a ';' next to the deprecated parameter '${alias}' (now '${canonical}'): servers ` +
-      "that also separate parameters with ';' would read it otherwise than this proxy, which cannot " +
-      "rename it for both. Separate parameters with '&' and send a ';' inside a value as %3B.",
+    `The query has a ';' next to the deprecated parameter '${alias}' or its new name '${canonical}': ` +
+      "servers that also separate parameters with ';' would read it otherwise than this proxy, which " +
+      "cannot rename it for both. Separate parameters with '&' and send a ';' inside a value as %3B.",
   );
 }
 

@@ -9,13 +9,17 @@ import type { AliasRename } from './table.ts';
 export interface QueryRewriteResult {
   /** The query to forward, without `?`; the identical string when nothing changed. */
   readonly query: string;
-  /** Aliases the query used (whether renamed or dropped), in the order of `renames`. */
+  /**
+   * Aliases the query used (whether renamed or dropped; with `cloaked`, also those only a parser that
+   * splits on `;` reads), in the order of `renames`.
+   */
   readonly aliasesUsed: string[];
   /**
    * Set when a parser that also splits parameters on `;` would read the query differently: the first
    * alias (in the order of `renames`) such that the alias, or its canonical name while the alias is
-   * present, stands right after a raw `;` (see {@link rewriteQuery}). `query` is then `rawQuery`
-   * unchanged: no rename can be right for both kinds of parser.
+   * present, stands next to a raw `;` (after it, or before the first `;` of a key), or an alias piece
+   * to be dropped holds a raw `;` (see {@link rewriteQuery}). `query` is then `rawQuery` unchanged: no
+   * rename can be right for both kinds of parser.
    */
   readonly cloaked?: string;
 }
@@ -146,12 +150,15 @@ function namesAfterSemicolons(pieces: readonly string[]): (string | undefined)[]
  * query is never round-tripped through a parser.
  *
  * Parameter cloaking (CVE-2021-23336's class): this splits parameters on `&` only, as Express, Django and
- * Python ≥ 3.9.2 do, but Twisted, Rack 2, CherryPy and Go before 1.17 also split on a raw `;`. For them,
- * `x=1;tags=a` holds a parameter `tags` that this reads as part of `x`'s value, and `tags=a;
- * metadataByTypeUuid=m` holds the canonical name, which must win (service document part 9, rule 1).
- * When an alias, or the canonical name of an alias the query uses, stands right after a raw `;`, the
- * result says so (`cloaked`) and nothing is renamed: renaming there would change a value for the first
- * kind of parser. A `;` encoded as `%3B` is a value's byte for both.
+ * Python ≥ 3.9.2 do, but Twisted, Rack 2, CherryPy, Python before 3.9.2 and Go before 1.17 also split on
+ * a raw `;`. For them, `x=1;tags=a` holds a parameter `tags` that this reads as part of `x`'s value,
+ * `tags=a;metadataByTypeUuid=m` holds the canonical name, which must win (service document part 9,
+ * rule 1), and dropping `tags=a;take=10` beside the canonical name would drop their `take`. When an
+ * alias, or the canonical name of an alias the query uses, stands next to a raw `;`, or an alias piece
+ * to drop holds one, the result says so (`cloaked`) and nothing is renamed: renaming there would change
+ * a value for the first kind of parser. A `;` encoded as `%3B` is a value's byte for both. (Names are
+ * read by qs's rules throughout: Rack's own bracket rules, `]tags` or `tags]`, are not recognised, with
+ * or without a `;`.)
  *
  * @param renames Canonical/alias pairs of the matched route (alias table, `query` rows).
  * @param rawQuery The query without the leading `?` (`''` for none).
@@ -178,9 +185,16 @@ export function rewriteQuery(renames: readonly AliasRename[], rawQuery: string):
     names[p] = decodeName(piece.slice(base[0], base[1]));
   }
 
-  const cloaked = rawQuery.includes(';') ? namesAfterSemicolons(pieces) : [];
+  const semicolons = rawQuery.includes(';');
+  const cloaked = semicolons ? namesAfterSemicolons(pieces) : [];
   for (const { canonical, alias } of renames) {
-    if (cloaked.includes(alias) || (cloaked.includes(canonical) && names.includes(alias))) {
+    // An alias piece to drop beside the canonical name takes what follows its `;` with it, which a
+    // `;`-splitting parser reads as parameters of their own (`metadataByTypeUuid=m&tags=a;take=10`).
+    const dropsMore =
+      semicolons &&
+      names.includes(canonical) &&
+      pieces.some((piece, p) => names[p] === alias && /;[^;]/.test(piece));
+    if (cloaked.includes(alias) || (cloaked.includes(canonical) && names.includes(alias)) || dropsMore) {
       const aliasesUsed = renames
         .filter((r) => names.includes(r.alias) || cloaked.includes(r.alias))
         .map((r) => r.alias);

@@ -119,7 +119,8 @@ export interface BufferBudget {
 export interface ExchangeHooks {
   /**
    * Rewrites the raw query (without `?`); returns the same string when nothing changes. Called once,
-   * before the request is forwarded.
+   * before the request is forwarded. May throw a `ShimError` (errors.ts) to refuse the request: the
+   * core answers it with that status and forwards nothing.
    */
   rewriteQuery?(rawQuery: string): string;
   /** Present when the request body must be buffered and rewritten (bounded by `MAX_REWRITE_BODY`). */
