@@ -128,7 +128,7 @@ export interface UpstreamHeaderOptions {
    * a range of a body to patch cannot be patched); a `GET`'s or `HEAD`'s `If-None-Match` goes with the
    * patched tags only, as the upstream's (validators.ts `upstreamIfNoneMatch`), or not at all; beside
    * it, no `If-Modified-Since` (RFC 9110 §13.1.3). Any other method's `If-None-Match` (a write's
-   * precondition, answered 412) goes whole, its patched tags as the upstream's.
+   * precondition, answered 412) goes whole, its patched tags also as the upstream's.
    */
   readonly patchable?: boolean;
   /**

@@ -9,7 +9,7 @@
  * response carries the upstream's tag weakened **and marked** (`W/"x+patched"`), and a patching
  * exchange's `If-None-Match` goes upstream with the marked tags unmarked; on a `GET` or `HEAD` every other
  * tag is dropped (those name a representation this client is not served: another variant's, or an
- * unpatched one), on a write every other tag goes too (a precondition is never made weaker).
+ * unpatched one), on a write every tag goes as sent too (a precondition is never made weaker).
  */
 
 /** Appended to the opaque part of a patched response's entity tag. */
@@ -69,8 +69,9 @@ export function patchedEtag(etag: string): string {
  *   copy is not the representation this client is served (another variant's, or an unpatched one), so
  *   those tags are dropped and the upstream is not asked about them.
  * - Any other method: a 412, and the method is not performed. This is a precondition of a write
- *   ("create only", "not over that version"), evaluated by the origin (§13.2.1). Every tag goes, so the
- *   condition stays exactly as strict as the client made it.
+ *   ("create only", "not over that version"), evaluated by the origin (§13.2.1). Every tag goes as
+ *   sent, a patched one also unmarked, so the condition is at least as strict as the client made it
+ *   (an upstream whose own tag ends in `+patched` still matches the tag as sent).
  * @param value The client's `If-None-Match` (repeats joined with `, `), or `undefined`.
  * @param revalidation Whether the request is a `GET` or `HEAD`, so that a false condition answers 304.
  * @returns The value to forward, or `undefined` to forward none.
@@ -78,7 +79,7 @@ export function patchedEtag(etag: string): string {
  * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → 'W/"v1"'
  * @example upstreamIfNoneMatch('"v1+patched"', true) // → 'W/"v1"'
  * @example upstreamIfNoneMatch('"v1"', true) // → undefined: a current client's copy, or an unpatched one
- * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", W/"v2"': a PUT's precondition, whole
+ * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", W/"v2", W/"v2+patched"': a PUT's precondition, whole
  */
 export function upstreamIfNoneMatch(value: string | undefined, revalidation: boolean): string | undefined {
   const kept: string[] = [];
@@ -86,9 +87,9 @@ export function upstreamIfNoneMatch(value: string | undefined, revalidation: boo
     // The strong spelling too: weakly equal (RFC 9110 §8.8.3.2), and what a cache sends when it
     // revalidates the stored patched response (Apache Traffic Server 9.2 drops the `W/`; fix 159).
     const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
-    if (opaque.length >= PATCHED_MARK.length + 2 && opaque.endsWith(`${PATCHED_MARK}"`))
-      kept.push(`W/${opaque.slice(0, -PATCHED_MARK.length - 1)}"`);
-    else if (tag === '*' || !revalidation) kept.push(tag);
+    const patched = opaque.length >= PATCHED_MARK.length + 2 && opaque.endsWith(`${PATCHED_MARK}"`);
+    if (patched) kept.push(`W/${opaque.slice(0, -PATCHED_MARK.length - 1)}"`);
+    if (!revalidation || (!patched && tag === '*')) kept.push(tag);
   }
   return kept.length === 0 ? undefined : kept.join(', ');
 }

@@ -23,10 +23,11 @@ interface DocumentUpstream {
   close(): Promise<void>;
 }
 
-function startDocumentUpstream(): Promise<DocumentUpstream> {
+/** @param suffix Appended to the tag's opaque part (an upstream whose own tags end in `+patched`). */
+function startDocumentUpstream(suffix = ''): Promise<DocumentUpstream> {
   let version = 1;
   const conditions: Array<string | undefined> = [];
-  const etag = () => `"doc-v${version}"`;
+  const etag = () => `"doc-v${version}${suffix}"`;
   const listed = (headers: IncomingHttpHeaders) => {
     const value = headers['if-none-match'];
     if (value === undefined) return false;
@@ -77,8 +78,8 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function start(): Promise<{ url: string; upstream: DocumentUpstream }> {
-  upstream = await startDocumentUpstream();
+async function start(suffix = ''): Promise<{ url: string; upstream: DocumentUpstream }> {
+  upstream = await startDocumentUpstream(suffix);
   stack = await startStack({ UPSTREAM_URL: upstream.url });
   return { url: stack.url, upstream };
 }
@@ -110,9 +111,22 @@ describe("a legacy client's If-None-Match on a write (RFC 9110 §13.1.2)", () =>
     expect(tag).toBe('W/"doc-v1+patched"');
     const write = await send(url, 'PUT', '/docs/1', { ...LEGACY, ...json, 'if-none-match': tag }, BODY);
     expect(write.status).toBe(412);
-    expect(upstream.conditions.at(-1)).toBe('W/"doc-v1"');
+    expect(upstream.conditions.at(-1)).toBe('W/"doc-v1", W/"doc-v1+patched"');
     expect(upstream.version()).toBe(1);
   });
+
+  // The strong spelling of a patched tag is the shim's too (fix 159), but it also goes as sent: an
+  // upstream whose own tag is `"doc-v1+patched"` must still refuse the write (review of fix 159).
+  it.each(['W/"doc-v1+patched"', '"doc-v1+patched"'])(
+    "PUT with %s, the upstream's own current tag, is refused 412: the precondition is never weakened",
+    async (tag) => {
+      const { url, upstream } = await start('+patched');
+      const write = await send(url, 'PUT', '/docs/1', { ...LEGACY, ...json, 'if-none-match': tag }, BODY);
+      expect(write.status).toBe(412);
+      expect(upstream.conditions.at(-1)).toBe(`W/"doc-v1", ${tag}`);
+      expect(upstream.version()).toBe(1);
+    },
+  );
 
   it('PUT with a list of stale tags is performed, every tag forwarded', async () => {
     const { url, upstream } = await start();
@@ -124,7 +138,7 @@ describe("a legacy client's If-None-Match on a write (RFC 9110 §13.1.2)", () =>
       BODY,
     );
     expect(write.status).toBe(200);
-    expect(upstream.conditions.at(-1)).toBe('"doc-v0", W/"doc-v7"');
+    expect(upstream.conditions.at(-1)).toBe('"doc-v0", W/"doc-v7", W/"doc-v7+patched"');
     expect(upstream.version()).toBe(2);
   });
 

@@ -35,8 +35,9 @@ describe('patchedEtag', () => {
     for (const etag of ['"v1"', 'W/"v1"', '"a,b"']) {
       const patched = patchedEtag(etag);
       expect(patched.replace(/^W\//, '')).not.toBe(etag.replace(/^W\//, ''));
-      for (const revalidation of [true, false])
-        expect(upstreamIfNoneMatch(patched, revalidation)).toBe(`W/${etag.replace(/^W\//, '')}`);
+      const unmarked = `W/${etag.replace(/^W\//, '')}`;
+      expect(upstreamIfNoneMatch(patched, true)).toBe(unmarked);
+      expect(upstreamIfNoneMatch(patched, false)).toBe(`${unmarked}, ${patched}`); // a write: also as sent
     }
   });
 });
@@ -64,12 +65,13 @@ describe('upstreamIfNoneMatch', () => {
   it.each<[string | undefined, string | undefined]>([
     [undefined, undefined],
     ['', undefined],
-    ['W/"v1+patched"', 'W/"v1"'],
+    ['W/"v1+patched"', 'W/"v1", W/"v1+patched"'],
     ['"v1"', '"v1"'],
     ['W/"v1"', 'W/"v1"'],
-    ['"v1", W/"v2+patched", W/"v3"', '"v1", W/"v2", W/"v3"'],
+    ['"v1", W/"v2+patched", W/"v3"', '"v1", W/"v2", W/"v2+patched", W/"v3"'],
     ['*', '*'],
-    ['"v1+patched"', 'W/"v1"'],
+    // Also as sent: an upstream whose own tag is `"v1+patched"` must still refuse the write (review of fix 159).
+    ['"v1+patched"', 'W/"v1", "v1+patched"'],
   ])('a write (a 412 refuses it): %j → %j, never a weaker precondition', (value, expected) =>
     expect(upstreamIfNoneMatch(value, false)).toBe(expected),
   );
