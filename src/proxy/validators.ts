@@ -62,9 +62,11 @@ export function patchedEtag(etag: string): string {
 /**
  * A patching exchange's `If-None-Match` as the upstream must see it. Each tag of a patched response
  * ({@link patchedEtag}), weak as sent or in its strong spelling (`"x+patched"`: weakly equal, RFC 9110
- * §8.8.3.2; a cache revalidating its stored copy may send it so), goes as the upstream's tag (weak form:
- * `If-None-Match` compares weakly) and `*` as it is. What happens to the client's other tags depends on what a false condition answers (RFC 9110
- * §13.1.2):
+ * §8.8.3.2; a cache revalidating its stored copy may send it so), goes as the upstream's tag in both
+ * spellings, strong first (`"x", W/"x"`): one tag to a server that compares weakly, as
+ * `If-None-Match` must, and the upstream's own `"x"` to one that compares strongly or reads the first
+ * tag only (lighttpd 1.4's mod_deflate; fix 161). `*` goes as it is. What happens to the client's other
+ * tags depends on what a false condition answers (RFC 9110 §13.1.2):
  * - `GET` and `HEAD` (`revalidation`): a 304, on which the client uses the copy its tag names. Such a
  *   copy is not the representation this client is served (another variant's, or an unpatched one), so
  *   those tags are dropped and the upstream is not asked about them.
@@ -76,10 +78,10 @@ export function patchedEtag(etag: string): string {
  * @param revalidation Whether the request is a `GET` or `HEAD`, so that a false condition answers 304.
  * @returns The value to forward, or `undefined` to forward none.
  * @throws Nothing.
- * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → 'W/"v1"'
- * @example upstreamIfNoneMatch('"v1+patched"', true) // → 'W/"v1"'
+ * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → '"v1", W/"v1"'
+ * @example upstreamIfNoneMatch('"v1+patched"', true) // → '"v1", W/"v1"'
  * @example upstreamIfNoneMatch('"v1"', true) // → undefined: a current client's copy, or an unpatched one
- * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", W/"v2", W/"v2+patched"': a PUT's precondition, whole
+ * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", "v2", W/"v2", W/"v2+patched"': a PUT's precondition, whole
  */
 export function upstreamIfNoneMatch(value: string | undefined, revalidation: boolean): string | undefined {
   const kept: string[] = [];
@@ -88,7 +90,10 @@ export function upstreamIfNoneMatch(value: string | undefined, revalidation: boo
     // revalidates the stored patched response (Apache Traffic Server 9.2 drops the `W/`; fix 159).
     const opaque = tag.startsWith('W/') ? tag.slice(2) : tag;
     const patched = opaque.length >= PATCHED_MARK.length + 2 && opaque.endsWith(`${PATCHED_MARK}"`);
-    if (patched) kept.push(`W/${opaque.slice(0, -PATCHED_MARK.length - 1)}"`);
+    if (patched) {
+      const unmarked = `${opaque.slice(0, -PATCHED_MARK.length - 1)}"`;
+      kept.push(unmarked, `W/${unmarked}`);
+    }
     if (!revalidation || (!patched && tag === '*')) kept.push(tag);
   }
   return kept.length === 0 ? undefined : kept.join(', ');

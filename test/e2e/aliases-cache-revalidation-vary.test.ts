@@ -12,8 +12,10 @@
  * fix 56. Here the cache is a model of what RFC 9111 has it do (test/helpers/shared-cache.ts), over real
  * sockets to the shim and a small Express-like upstream.
  */
-import type { OutgoingHttpHeaders } from 'node:http';
+import http, { type OutgoingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { entityTags } from '../../src/proxy/validators.ts';
 import { send } from '../helpers/http.ts';
 import {
   type CacheableUpstream,
@@ -60,9 +62,11 @@ describe('a cache revalidating a stored response through the shim (RFC 9111 §4.
         'if-none-match': String(first.headers.etag),
       });
       expect(notModified.status).toBe(304);
-      // The patched variant's tag goes upstream as the upstream's (src/proxy/validators.ts).
+      // The patched variant's tag goes upstream as the upstream's, in both spellings (src/proxy/validators.ts).
+      const sent = String(first.headers.etag);
+      const opaque = sent.replace(/^W\//, '').replace(/\+patched"$/, '"');
       expect(upstream?.requests.at(-1)?.headers['if-none-match']).toBe(
-        String(first.headers.etag).replace(/\+patched"$/, '"'),
+        sent.endsWith('+patched"') ? `${opaque}, W/${opaque}` : sent,
       );
       stored = updatedBy304(stored, notModified);
 
@@ -93,9 +97,38 @@ describe('a cache revalidating a stored response through the shim (RFC 9111 §4.
     });
     expect(notModified.status).toBe(304);
     expect(notModified.headers.etag).toBe(tag);
-    expect(upstream?.requests.at(-1)?.headers['if-none-match']).toBe(
-      `W/${tag.slice(2).replace(/\+patched"$/, '"')}`,
-    );
+    const opaque = tag.slice(2).replace(/\+patched"$/, '"');
+    expect(upstream?.requests.at(-1)?.headers['if-none-match']).toBe(`${opaque}, W/${opaque}`);
+  });
+
+  // lighttpd 1.4's mod_deflate compares If-None-Match strongly, against the first tag only (RFC 9110
+  // §13.1.2 wants weak comparison): given `W/"x"` alone, a legacy client's revalidation of compressed
+  // JSON never got its 304 (fix 161). The upstream's tag goes strong first.
+  it('a legacy copy revalidated through an upstream that compares tags strongly, first tag only, gets its 304', async () => {
+    const strict = http.createServer((req, res) => {
+      const etag = '"1391839005-gzip"';
+      const first = entityTags(req.headers['if-none-match'])[0];
+      if (first === etag) res.writeHead(304, { ETag: etag }).end();
+      else res.writeHead(200, { 'Content-Type': 'application/json', ETag: etag }).end('{"metadata":{"a":1}}');
+    });
+    await new Promise<void>((resolve) => strict.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = strict.address() as AddressInfo;
+      stack = await startStack({ UPSTREAM_URL: `http://127.0.0.1:${port}` }); // closed by afterEach
+      const { url } = stack;
+      const first = await send(url, 'GET', '/missions/m1', LEGACY);
+      expect(first.text).toBe('{"metadata":{"a":1},"tags":{"a":1}}');
+      const tag = String(first.headers.etag);
+      expect(tag).toBe('W/"1391839005-gzip+patched"');
+      for (const sent of [tag, tag.slice(2)]) {
+        const again = await send(url, 'GET', '/missions/m1', { ...LEGACY, 'if-none-match': sent });
+        expect(again.status).toBe(304);
+        expect(again.headers.etag).toBe(tag);
+      }
+    } finally {
+      strict.closeAllConnections();
+      await new Promise((resolve) => strict.close(resolve));
+    }
   });
 
   it('an upstream 304 that names its Vary gets the client-version header merged in, as its 200', async () => {
