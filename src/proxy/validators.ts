@@ -62,24 +62,28 @@ export function patchedEtag(etag: string): string {
 /**
  * A patching exchange's `If-None-Match` as the upstream must see it. Each tag of a patched response
  * ({@link patchedEtag}), weak as sent or in its strong spelling (`"x+patched"`: weakly equal, RFC 9110
- * §8.8.3.2; a cache revalidating its stored copy may send it so), goes as the upstream's tag in both
- * spellings, strong first (`"x", W/"x"`): one tag to a server that compares weakly, as
- * `If-None-Match` must, and the upstream's own `"x"` to one that compares strongly or reads the first
- * tag only (lighttpd 1.4's mod_deflate; fix 161). `*` goes as it is. What happens to the client's other
- * tags depends on what a false condition answers (RFC 9110 §13.1.2):
+ * §8.8.3.2; a cache revalidating its stored copy may send it so), goes as the upstream's tag, unmarked
+ * and strong (`"x"`): the same tag as `W/"x"` to a server that compares weakly, as `If-None-Match`
+ * must, and the upstream's own tag, when it was strong, to one that compares strongly, reads the first
+ * tag only (lighttpd 1.4's mod_deflate) or compares the whole field as a string (fix 161). Whether the
+ * upstream's tag was weak is not kept in the mark: behind a server that compares a weak tag as a string,
+ * a legacy client's revalidation gets a 200 (the body, never a wrong 304). `*` goes as it is. What
+ * happens to the client's other tags depends on what a false condition answers (RFC 9110 §13.1.2):
  * - `GET` and `HEAD` (`revalidation`): a 304, on which the client uses the copy its tag names. Such a
  *   copy is not the representation this client is served (another variant's, or an unpatched one), so
  *   those tags are dropped and the upstream is not asked about them.
  * - Any other method: a 412, and the method is not performed. This is a precondition of a write
  *   ("create only", "not over that version"), evaluated by the origin (§13.2.1). Every tag goes as
- *   sent, a patched one also unmarked, so the condition is at least as strict as the client made it
- *   (an upstream whose own tag ends in `+patched` still matches the tag as sent).
+ *   sent, a patched one also unmarked in both spellings (`"x", W/"x"`), so the condition is at least as
+ *   strict as the client made it, whatever comparison the upstream makes (an upstream whose own tag
+ *   ends in `+patched` still matches the tag as sent; fix 160). Such a field is up to three times the
+ *   client's: an upstream with a small header limit may answer 431, which goes to the client.
  * @param value The client's `If-None-Match` (repeats joined with `, `), or `undefined`.
  * @param revalidation Whether the request is a `GET` or `HEAD`, so that a false condition answers 304.
  * @returns The value to forward, or `undefined` to forward none.
  * @throws Nothing.
- * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → '"v1", W/"v1"'
- * @example upstreamIfNoneMatch('"v1+patched"', true) // → '"v1", W/"v1"'
+ * @example upstreamIfNoneMatch('W/"v1+patched"', true) // → '"v1"'
+ * @example upstreamIfNoneMatch('"v1+patched"', true) // → '"v1"'
  * @example upstreamIfNoneMatch('"v1"', true) // → undefined: a current client's copy, or an unpatched one
  * @example upstreamIfNoneMatch('"v1", W/"v2+patched"', false) // → '"v1", "v2", W/"v2", W/"v2+patched"': a PUT's precondition, whole
  */
@@ -92,7 +96,8 @@ export function upstreamIfNoneMatch(value: string | undefined, revalidation: boo
     const patched = opaque.length >= PATCHED_MARK.length + 2 && opaque.endsWith(`${PATCHED_MARK}"`);
     if (patched) {
       const unmarked = `${opaque.slice(0, -PATCHED_MARK.length - 1)}"`;
-      kept.push(unmarked, `W/${unmarked}`);
+      if (revalidation) kept.push(unmarked);
+      else kept.push(unmarked, `W/${unmarked}`);
     }
     if (!revalidation || (!patched && tag === '*')) kept.push(tag);
   }

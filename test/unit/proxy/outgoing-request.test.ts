@@ -266,7 +266,7 @@ describe('buildUpstreamHeaders', () => {
     expect(values(unmarked, 'if-none-match')).toEqual([]);
     expect(values(unmarked, 'if-modified-since')).toEqual([]);
     const marked = patched({ 'if-none-match': 'W/"v1+patched"', 'if-modified-since': ims });
-    expect(values(marked, 'if-none-match')).toEqual(['"v1", W/"v1"']);
+    expect(values(marked, 'if-none-match')).toEqual(['"v1"']);
     expect(values(marked, 'if-modified-since')).toEqual([]);
     expect(values(patched({ 'if-modified-since': ims }), 'if-modified-since')).toEqual([ims]);
     // Only If-Modified-Since goes: the headers after it go on.
