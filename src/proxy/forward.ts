@@ -387,7 +387,15 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // Until the decoder's window is reserved, the head that may go alone is the patched one (no length,
     // no digest): the safe one whichever way the body then goes.
     const head = heldHead(patchedHead);
-    const events = { writeHead: head.start, onEnd, onError: fail };
+    // A patch that skipped before changing a byte (a full budget) sends the upstream's head: its tag
+    // marked as the patched one's would let a cache keep the body without the aliases and revalidate
+    // it to 304s (fix 162).
+    const writeHead = (unpatched: boolean) => {
+      if (!unpatched) return head.start();
+      head.cancel();
+      headWriter(streamed)();
+    };
+    const events = { writeHead, onEnd, onError: fail };
     const { coding } = plan;
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).

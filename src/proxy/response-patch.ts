@@ -212,8 +212,13 @@ export interface PatchTarget {
 
 /** What {@link pumpPatch} and {@link pumpCodedPatch} tell their caller (one object per response). */
 export interface PatchPumpEvents {
-  /** Writes the response head; called once, before the first body byte. */
-  writeHead(): void;
+  /**
+   * Writes the response head; called once, before the first body byte. `unpatched`: the patch has
+   * skipped (`outcome.kind === 'skipped'`) before changing a byte, so the body is the upstream's as
+   * sent and its own head (length, strong tag) may go instead of the patched one (fix 162). Only the
+   * uncoded pump can say so; the coded one re-encodes, and says `false`.
+   */
+  writeHead(unpatched: boolean): void;
   /** Told the final outcome when the (decoded) body ended, before the response ends. */
   onEnd(outcome: PatchOutcome): void;
   /**
@@ -266,14 +271,16 @@ export function pumpPatch(
     const bytes = patchChunk(patch, chunk);
     // The client's response was cut, or already answered (the shim's 502 for an upstream failure).
     if (bytes.length === 0 || target.destroyed || target.writableEnded) return;
-    if (!target.headersSent) writeHead();
+    // The first bytes out: the chunk itself from a patch that has skipped means nothing was held or
+    // changed before it, and the rest passes verbatim.
+    if (!target.headersSent) writeHead(bytes === chunk && patch.outcome.kind === 'skipped');
     if (!target.write(bytes, whenWritten(patch, chunk, bytes))) hold();
   });
   source.once('end', () => {
     const bytes = patch.end();
     onEnd(patch.outcome);
     if (target.destroyed || target.writableEnded) return;
-    if (!target.headersSent) writeHead();
+    if (!target.headersSent) writeHead(false);
     if (bytes.length > 0) target.write(bytes);
     target.end();
   });
@@ -405,12 +412,12 @@ export function pumpCodedPatch(
   const holdEncoder = pauseUntilDrain(encoder, target);
   encoder.on('data', (encoded: Buffer) => {
     if (abandoned || target.destroyed || target.writableEnded) return;
-    if (!target.headersSent) writeHead();
+    if (!target.headersSent) writeHead(false);
     if (!target.write(encoded)) holdEncoder();
   });
   encoder.once('end', () => {
     if (abandoned || target.destroyed || target.writableEnded) return;
-    if (!target.headersSent) writeHead();
+    if (!target.headersSent) writeHead(false);
     target.end();
   });
 

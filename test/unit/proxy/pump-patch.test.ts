@@ -88,6 +88,27 @@ describe('pumpPatch', () => {
     expect(onError).not.toHaveBeenCalled();
   });
 
+  // Fix 162: a patch that skipped before changing a byte lets the upstream's own head go.
+  it.each<[string, (chunk: Buffer) => Buffer, PatchOutcome, boolean]>([
+    ['skipped, the chunk itself', (chunk) => chunk, { kind: 'skipped', reason: 'budget_exhausted' }, true],
+    [
+      'skipped, bytes of its own',
+      (chunk) => Buffer.from(chunk),
+      { kind: 'skipped', reason: 'budget_exhausted' },
+      false,
+    ],
+    ['patched, the chunk itself', (chunk) => chunk, { kind: 'patched' }, false],
+    ['unchanged, the chunk itself', (chunk) => chunk, { kind: 'unchanged' }, false],
+  ])('tells writeHead whether the body is the upstream’s as sent: %s', (_case, write, outcome, unpatched) => {
+    const source = new FakeSource();
+    const target = new FakeTarget();
+    const writeHead = vi.fn();
+    const patch: ResponsePatch = { write, end: () => Buffer.alloc(0), destroy() {}, outcome };
+    pumpPatch(source, target, patch, { writeHead, onEnd: vi.fn(), onError: vi.fn() });
+    source.emit('data', Buffer.from('{"a":1}'));
+    expect(writeHead).toHaveBeenCalledExactlyOnceWith(unpatched);
+  });
+
   it('pauses the upstream while the client buffer is full and resumes on drain', () => {
     const { source, target } = setUp();
     target.full = true;
