@@ -7,7 +7,7 @@
  * by the patch itself) stays in memory.
  */
 import type { Transform } from 'node:stream';
-import type { BufferBudget, PatchOutcome, ResponsePatch } from '../core/types.ts';
+import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../core/types.ts';
 import { pauseUntilDrain, releaseChunk } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import {
@@ -214,9 +214,10 @@ export interface PatchTarget {
 export interface PatchPumpEvents {
   /**
    * Writes the response head; called once, before the first body byte. `unpatched`: the patch has
-   * skipped (`outcome.kind === 'skipped'`) before changing a byte, so the body is the upstream's as
-   * sent and its own head (length, strong tag) may go instead of the patched one (fix 162). Only the
-   * uncoded pump can say so; the coded one re-encodes, and says `false`.
+   * skipped before changing a byte, for a reason another fetch may not repeat (a full budget, a
+   * scanner failure), so the body is the upstream's as sent and its own head (length, tag) must go
+   * instead of the patched one (fix 162). Only the uncoded pump can say so; the coded one re-encodes,
+   * and says `false`.
    */
   writeHead(unpatched: boolean): void;
   /** Told the final outcome when the (decoded) body ended, before the response ends. */
@@ -240,6 +241,19 @@ export interface PatchSource {
   pause(): unknown;
   resume(): unknown;
   destroy(): unknown;
+}
+
+/**
+ * Skips that another fetch of the same upstream bytes may not repeat: a full buffer budget, a failure of
+ * the shim's scanner. Their body must not go under the patched tag, which a cache would revalidate to
+ * 304s (fix 162). The others (`invalid_json`, `too_deep`, `value_too_large`) recur on every fetch of
+ * those bytes, so the patched tag names one body, and keeps revalidation working.
+ */
+const TRANSIENT_SKIPS: ReadonlySet<PatchSkipReason> = new Set(['budget_exhausted', 'scanner_failed']);
+
+/** Whether `outcome` is a skip that another fetch may not repeat ({@link TRANSIENT_SKIPS}). */
+function skippedForNow(outcome: PatchOutcome): boolean {
+  return outcome.kind === 'skipped' && TRANSIENT_SKIPS.has(outcome.reason);
 }
 
 /**
@@ -273,7 +287,7 @@ export function pumpPatch(
     if (bytes.length === 0 || target.destroyed || target.writableEnded) return;
     // The first bytes out: the chunk itself from a patch that has skipped means nothing was held or
     // changed before it, and the rest passes verbatim.
-    if (!target.headersSent) writeHead(bytes === chunk && patch.outcome.kind === 'skipped');
+    if (!target.headersSent) writeHead(bytes === chunk && skippedForNow(patch.outcome));
     if (!target.write(bytes, whenWritten(patch, chunk, bytes))) hold();
   });
   source.once('end', () => {

@@ -99,6 +99,19 @@ describe('pumpPatch', () => {
     ],
     ['patched, the chunk itself', (chunk) => chunk, { kind: 'patched' }, false],
     ['unchanged, the chunk itself', (chunk) => chunk, { kind: 'unchanged' }, false],
+    [
+      'skipped for the scanner, the chunk itself',
+      (chunk) => chunk,
+      { kind: 'skipped', reason: 'scanner_failed' },
+      true,
+    ],
+    // A skip every fetch repeats keeps the patched tag, which then names one body and revalidates.
+    [
+      'skipped as invalid, the chunk itself',
+      (chunk) => chunk,
+      { kind: 'skipped', reason: 'invalid_json' },
+      false,
+    ],
   ])('tells writeHead whether the body is the upstream’s as sent: %s', (_case, write, outcome, unpatched) => {
     const source = new FakeSource();
     const target = new FakeTarget();
