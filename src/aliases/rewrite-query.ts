@@ -141,6 +141,39 @@ function namesAfterSemicolons(pieces: readonly string[]): (string | undefined)[]
 }
 
 /**
+ * The cloaking report of {@link rewriteQuery} for a query that holds a raw `;`: the first alias (in the
+ * order of `renames`) that stands next to a `;` ({@link namesAfterSemicolons}), or whose canonical name
+ * does while the alias is present, or whose piece would be dropped beside the canonical name and holds
+ * a `;` before more text (a `;`-splitting parser reads that text as parameters of their own:
+ * `metadataByTypeUuid=m&tags=a;take=10`).
+ * @param renames The route's renames.
+ * @param pieces The query split on `&`.
+ * @param names Each piece's decoded name, as {@link rewriteQuery} reads it.
+ * @returns `{ aliasesUsed, cloaked }` (every alias either reading holds), or `undefined` when no rename
+ *   is in doubt.
+ */
+function cloakedResult(
+  renames: readonly AliasRename[],
+  pieces: readonly string[],
+  names: readonly (string | undefined)[],
+): { aliasesUsed: string[]; cloaked: string } | undefined {
+  const after = namesAfterSemicolons(pieces);
+  const drops = (canonical: string, alias: string) =>
+    names.includes(canonical) && pieces.some((piece, p) => names[p] === alias && /;[^;]/.test(piece));
+  const doubtful = renames.find(
+    ({ canonical, alias }) =>
+      after.includes(alias) ||
+      (after.includes(canonical) && names.includes(alias)) ||
+      drops(canonical, alias),
+  );
+  if (doubtful === undefined) return undefined;
+  const aliasesUsed = renames
+    .filter((r) => names.includes(r.alias) || after.includes(r.alias))
+    .map((r) => r.alias);
+  return { aliasesUsed, cloaked: doubtful.alias };
+}
+
+/**
  * Rewrites the parameter names of a raw query string. A parameter's name is its key up to the first `[`,
  * or inside a leading `[…]`, after percent-decoding (`t%61gs`, `tags[]`, `tags[x]`, `tags%5B%5D`,
  * `[tags]` and `%5Btags%5D` are all forms of `tags`, as qs reads them); names match case-sensitively. For each rename: when any form of the canonical name is present, every form of
@@ -185,21 +218,9 @@ export function rewriteQuery(renames: readonly AliasRename[], rawQuery: string):
     names[p] = decodeName(piece.slice(base[0], base[1]));
   }
 
-  const semicolons = rawQuery.includes(';');
-  const cloaked = semicolons ? namesAfterSemicolons(pieces) : [];
-  for (const { canonical, alias } of renames) {
-    // An alias piece to drop beside the canonical name takes what follows its `;` with it, which a
-    // `;`-splitting parser reads as parameters of their own (`metadataByTypeUuid=m&tags=a;take=10`).
-    const dropsMore =
-      semicolons &&
-      names.includes(canonical) &&
-      pieces.some((piece, p) => names[p] === alias && /;[^;]/.test(piece));
-    if (cloaked.includes(alias) || (cloaked.includes(canonical) && names.includes(alias)) || dropsMore) {
-      const aliasesUsed = renames
-        .filter((r) => names.includes(r.alias) || cloaked.includes(r.alias))
-        .map((r) => r.alias);
-      return { query: rawQuery, aliasesUsed, cloaked: alias };
-    }
+  if (rawQuery.includes(';')) {
+    const cloaked = cloakedResult(renames, pieces, names);
+    if (cloaked !== undefined) return { query: rawQuery, ...cloaked };
   }
 
   const aliasesUsed: string[] = [];

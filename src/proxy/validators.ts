@@ -99,7 +99,7 @@ export function upstreamIfNoneMatch(value: string | undefined, revalidation: boo
       if (revalidation) kept.push(unmarked);
       else kept.push(unmarked, `W/${unmarked}`);
     }
-    if (!revalidation || (!patched && tag === '*')) kept.push(tag);
+    if (!revalidation || tag === '*') kept.push(tag); // `*` is never a patched tag
   }
   return kept.length === 0 ? undefined : kept.join(', ');
 }
