@@ -15,7 +15,7 @@ import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout
 import { type AliasSettings, aliasConfig } from './config.ts';
 import { consumerOf, countsAsUse, MAX_CONSUMER_CHARS, userAgentProduct } from './consumer.ts';
 import { aliasWarning, deprecationHeaders, WARNING_BUDGET, yieldToUpstreamDates } from './deprecation.ts';
-import { isJsonMediaType } from './media-type.ts';
+import { isJsonInMediaTypeList, isJsonMediaType } from './media-type.ts';
 import { createAliasMetrics, TOP_CONSUMER_SERIES } from './metrics.ts';
 import { createJsonPatch } from './patch-json.ts';
 import { rewriteBody } from './rewrite-body.ts';
@@ -54,7 +54,8 @@ function requestRouteLabels(table: readonly AliasRow[]): string[] {
  * - `rewriteQuery` on routes with query aliases, which throws the `ShimError` 400 (`hygiene`) for a query
  *   a parser splitting on `;` would read otherwise (parameter cloaking, rewrite-query.ts; fix 158);
  *   `body` on routes with body aliases when the request's
- *   `Content-Type` is JSON (`application/json`, `application/*+json`); `onResponse` returns a streaming
+ *   `Content-Type` is JSON (`application/json`, `application/*+json`), and the same 400 at once when it
+ *   lists several media types, one of them JSON (fix 168); `onResponse` returns a streaming
  *   patch ({@link createJsonPatch}, holding at most `MAX_PATCH_VALUE` bytes, reserved from
  *   `context.budget`) for JSON responses of any status, and for a HEAD or a 304 without Content-Type —
  *   but not for a 304 that revalidates a copy the client holds unpatched (its `If-None-Match` names the
@@ -187,7 +188,9 @@ export function createAliasLayer(
       route.query.length > 0 && exchange.rawQuery !== ''
         ? rewriteQuery(route.query, exchange.rawQuery).aliasesUsed
         : [];
-    const bodyRoute = route.body.length > 0 && isJsonMediaType(exchange.headers['content-type']);
+    const contentType = exchange.headers['content-type'];
+    const bodyRoute =
+      route.body.length > 0 && (isJsonMediaType(contentType) || isJsonInMediaTypeList(contentType));
     if (used.length === 0 && !bodyRoute) return undefined;
     const named = used.length > 0 ? [...used] : [...new Set(route.body.map((r) => r.alias))];
     exchange.responseHeaders.push(['Warning', brownoutWarning(named, window, settings.docsUrl)]);
@@ -289,6 +292,12 @@ export function createAliasLayer(
         },
       };
       const route = routes.match(exchange.method, exchange.path);
+      if (
+        route !== undefined &&
+        route.body.length > 0 &&
+        isJsonInMediaTypeList(exchange.headers['content-type'])
+      )
+        throw ambiguousContentTypeError();
       if (route !== undefined && route.query.length > 0) {
         hooks.rewriteQuery = (rawQuery) => {
           const result = rewriteQuery(route.query, rawQuery);
@@ -326,6 +335,23 @@ function cloakedQueryError(renames: readonly AliasRename[], alias: string): Shim
     `The query has a ';' next to the deprecated parameter '${alias}' or its new name '${canonical}': ` +
       "servers that also separate parameters with ';' would read it otherwise than this proxy, which " +
       "cannot rename it for both. Separate parameters with '&' and send a ';' inside a value as %3B.",
+  );
+}
+
+/**
+ * The refusal of a legacy body on a route with body aliases whose `Content-Type` lists several media
+ * types, one of them JSON (media-type.ts `isJsonInMediaTypeList`, docs/reliability.md fix 168): an
+ * upstream that reads the first member (Rack, Werkzeug, Rails) reads the body as JSON, one that reads
+ * the last may not, and this proxy cannot rename it for both. 400, counted as `hygiene`, nothing
+ * forwarded.
+ * @returns The error the core answers with.
+ */
+function ambiguousContentTypeError(): ShimError {
+  return new ShimError(
+    'hygiene',
+    'The Content-Type names several media types, one of them JSON: servers read such a body differently, ' +
+      'and this proxy, which renames deprecated fields in JSON bodies, cannot rename it for all of them. ' +
+      'Send one media type, e.g. Content-Type: application/json.',
   );
 }
 

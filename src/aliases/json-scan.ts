@@ -635,9 +635,9 @@ export class JsonStreamScanner {
    * @returns {@link SCAN_OK} when the text so far can still be (or is) JSON; otherwise why it stopped
    *   (the scanner is then spent and ignores further chunks).
    * @throws Whatever `handler` throws. A trap inside the scan is reported as {@link SCAN_FAILED}, not
-   *   thrown; but a resource failure before it is thrown: a `RangeError` or `WebAssembly` error
-   *   when the instance cannot be created, or its memory cannot grow to hold a deep scanner's saved
-   *   nesting stack (`memory.grow`).
+   *   thrown, and so is a resource failure before it (a `RangeError` or `WebAssembly` error when the
+   *   instance cannot be created, or its memory cannot grow to hold a deep scanner's saved nesting
+   *   stack: `memory.grow`): the response patch's `write` must not throw (core/types.ts).
    */
   write(text: Buffer, handler: StreamScanHandler): ScanStatus {
     if (this.#spent) return SCAN_OK;
@@ -647,6 +647,7 @@ export class JsonStreamScanner {
       const n = Math.min(WINDOW, length - start);
       const windowBase = this.#base + start;
       let e = this.#load(text, start, n);
+      if (e === undefined) return this.#finish(SCAN_FAILED);
       const [utf8From, utf8To] = checkedUtf8(e.bytes, e.input, n);
       let from = 0;
       for (;;) {
@@ -674,7 +675,11 @@ export class JsonStreamScanner {
         if (count > 0) {
           const dispatched = this.#dispatch(e, count, windowBase, handler);
           if (dispatched !== SCAN_OK) return this.#finish(dispatched);
-          if (owner !== this) e = this.#load(text, start, n); // a handler ran another scanner
+          if (owner !== this) {
+            // A handler ran another scanner.
+            e = this.#load(text, start, n);
+            if (e === undefined) return this.#finish(SCAN_FAILED);
+          }
         }
         if (status === SCAN_OK) break;
         if (status === STATUS_EVENTS_FULL) {
@@ -709,11 +714,13 @@ export class JsonStreamScanner {
    * The text ended.
    * @returns {@link SCAN_OK} when the whole text was one JSON value (with whitespace around it),
    *   {@link SCAN_INVALID} when it was truncated (or empty); a spent scanner returns {@link SCAN_OK}.
-   * @throws {RangeError} or a `WebAssembly` error only on a resource failure, as {@link write}.
+   *   A resource failure is {@link SCAN_FAILED}, as in {@link write}.
+   * @throws Nothing.
    */
   end(): ScanStatus {
     if (this.#spent) return SCAN_OK;
-    const e = this.#acquire();
+    const e = this.#turn();
+    if (e === undefined) return this.#finish(SCAN_FAILED);
     const state = e.state >> 2;
     const words = e.words;
     const current = words[state + F_STATE]!;
@@ -760,11 +767,30 @@ export class JsonStreamScanner {
     return this.#finish(SCAN_INVALID);
   }
 
-  /** Makes this scanner the instance's owner and copies the window into its input. */
-  #load(text: Buffer, start: number, n: number): Engine {
-    const e = this.#acquire();
-    e.bytes.set(n === text.length ? text : text.subarray(start, start + n), e.input);
+  /**
+   * Makes this scanner the instance's owner and copies the window into its input; `undefined`, with
+   * `error` set, when it could not have the instance ({@link #turn}).
+   */
+  #load(text: Buffer, start: number, n: number): Engine | undefined {
+    const e = this.#turn(this.#base + start);
+    e?.bytes.set(n === text.length ? text : text.subarray(start, start + n), e.input);
     return e;
+  }
+
+  /**
+   * {@link #acquire}, or `undefined` with `error` set when the memory it needs is not there: the
+   * instance cannot be created, the previous owner's state cannot be saved, or the memory cannot grow to
+   * hold this scanner's nesting stack. Each fails before the instance's state changes hands (the previous
+   * owner keeps it, in the instance), so nothing is given up but this scanner.
+   */
+  #turn(offset = this.#base): Engine | undefined {
+    try {
+      return this.#acquire();
+    } catch (err) {
+      const failure = err instanceof Error ? err : new Error(String(err));
+      this.error = { offset, message: `the JSON scanner failed: ${failure.message}`, failure };
+      return undefined;
+    }
   }
 
   /** Makes this scanner the instance's owner, saving the state of the one before. */

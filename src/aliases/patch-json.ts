@@ -411,7 +411,12 @@ class JsonPatch implements ResponsePatch, StreamScanHandler, LoneInserter {
   end(): Buffer {
     // Nothing is ever held back from the output: only copies are kept, and they are dropped here.
     if (this.#mode === PATCHING) {
-      if (this.#scanner.end() === SCAN_INVALID && this.#received > 0) this.#skipped = 'invalid_json';
+      const status = this.#scanner.end();
+      if (status === SCAN_INVALID && this.#received > 0) this.#skipped = 'invalid_json';
+      else if (status === SCAN_FAILED) {
+        this.#skipped = SCANNER_FAILED;
+        this.#onScanFailure?.(this.#scanner.error!.failure!);
+      }
     }
     this.#mode = ENDED;
     this.#release();

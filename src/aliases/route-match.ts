@@ -5,8 +5,11 @@
  * upstream's router does; `:uuid` is one non-empty segment. A path is matched as the upstreams that
  * route it most loosely see it (servlet containers: Tomcat, Jetty): without its segments' `;`
  * parameters (`/missions;jsessionid=8F3A`), with percent-encoded unreserved characters decoded
- * (`/mi%73sions`; RFC 3986 §6.2.2.2) and repeated slashes as one — so that no spelling an upstream
- * routes to a rewritten route passes with the deprecated names. The path forwarded is never changed.
+ * (`/mi%73sions`; RFC 3986 §6.2.2.2) and repeated slashes as one; failing that, with its `;`
+ * parameters kept, as Express reads them (`/missions/;x/metadata`: the `:uuid` `;x`); and a last
+ * literal segment may carry a format suffix (`/missions.json`, as Rails and Mojolicious route it) — so
+ * that no spelling an upstream routes to a rewritten route passes with the deprecated names. The path
+ * forwarded is never changed.
  * This runs for every request of a legacy client, so it is a few anchored regular expressions per
  * method, and the normalization only for a path that has `;`, `%` or `//`.
  */
@@ -53,16 +56,18 @@ function isUnreserved(c: number): boolean {
 
 /**
  * The path as the route patterns are matched against: each segment's `;` parameters dropped (as the
- * Servlet specification's path mapping does), `%XX` of an unreserved character decoded (RFC 3986
+ * Servlet specification's path mapping does; not with `parameters` `'keep'`, as Express and most
+ * routers read them: part of the segment), `%XX` of an unreserved character decoded (RFC 3986
  * §6.2.2.2: the same URI), runs of `/` as one (Tomcat merges them). Other escapes stay (`%2F` is no
  * separator). Linear in the path's length.
  * @param path Origin-form path without the query, not percent-decoded.
+ * @param parameters `'drop'` (default) or `'keep'` the segments' `;` parameters.
  * @returns The normalized path; `path` itself when it has no `;`, `%` or `//`.
  * @throws Nothing.
  */
-export function routingPath(path: string): string {
+export function routingPath(path: string, parameters: 'drop' | 'keep' = 'drop'): string {
   let normalized = path;
-  if (normalized.includes(';')) normalized = normalized.replace(/;[^/]*/g, '');
+  if (parameters === 'drop' && normalized.includes(';')) normalized = normalized.replace(/;[^/]*/g, '');
   if (normalized.includes('%')) {
     normalized = normalized.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
       const c = Number.parseInt(hex, 16);
@@ -80,7 +85,13 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** `/missions/:uuid/metadata` → `/^\/missions\/[^/]+\/metadata\/?$/i`. */
+/**
+ * `/missions/:uuid/metadata` → `/^\/missions\/[^/]+\/metadata(?:\.[^/]*)?\/?$/i`. A last literal segment
+ * may carry a format suffix (`/missions.json`): Rails' resource routes (`/missions(.:format)`),
+ * Mojolicious' optional formats, Django REST framework's `format_suffix_patterns` and Spring MVC's
+ * suffix pattern matching route it to the same action, which reads the same body and query
+ * (docs/reliability.md fix 167); a parameter segment (`[^/]+`) already takes one.
+ */
 function compilePattern(path: string): RegExp {
   if (!path.startsWith('/')) throw new Error(`alias table: path "${path}" must start with "/"`);
   const segments = path
@@ -90,7 +101,9 @@ function compilePattern(path: string): RegExp {
       if (segment === '') throw new Error(`alias table: path "${path}" has an empty segment`);
       return PARAM.test(segment) ? '[^/]+' : escapeRegExp(segment);
     });
-  return new RegExp(`^/${segments.join('/')}/?$`, 'i');
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  const format = PARAM.test(last) ? '' : '(?:\\.[^/]*)?';
+  return new RegExp(`^/${segments.join('/')}${format}/?$`, 'i');
 }
 
 /**
@@ -145,6 +158,13 @@ export function compileRoutes(table: readonly AliasRow[] = ALIAS_TABLE): RouteMa
       const routed = routingPath(path);
       for (const { pattern, route } of list) {
         if (pattern.test(routed)) return route;
+      }
+      // A segment that is all parameter (`/missions/;x/metadata`) is gone to a servlet container, but
+      // the `:uuid` `;x` to Express and most routers (fix 170): matched as they read it too.
+      if (!path.includes(';')) return undefined;
+      const kept = routingPath(path, 'keep');
+      for (const { pattern, route } of list) {
+        if (pattern.test(kept)) return route;
       }
       return undefined;
     },

@@ -158,7 +158,7 @@ describe('what reaches the upstream (raw upstream)', () => {
     expect(last().headers['content-length']).toBe(String(expected.length));
   });
 
-  it('rewrites the spellings a servlet container routes to a rewritten route (path parameters, %73, //): no bypass of the rename', async () => {
+  it('rewrites the spellings a servlet container or a format-suffix router routes to a rewritten route (path parameters, %73, //, .json): no bypass of the rename', async () => {
     // Tomcat and Jetty drop `;jsessionid=…`, decode `%73` and merge `//` before routing: without the
     // normalization these reached /missions with "tags" unrenamed (Java upstreams probe, 2026-11-27).
     for (const path of [
@@ -166,6 +166,11 @@ describe('what reaches the upstream (raw upstream)', () => {
       '/mi%73sions',
       '//missions',
       `/missions;v=1/${UUID};x/metadata`,
+      // A :uuid that is all `;` parameter: Express' uuid `;x` (fix 170).
+      '/missions/;x/metadata',
+      // A format suffix: Rails' `/missions(.:format)`, Mojolicious' optional format (fix 167).
+      '/missions.json',
+      `/missions/${UUID}/metadata.json`,
     ]) {
       const reply = await postJson(stack.url, path, '{"name":"n","tags":[1]}');
       expect(reply.status, path).toBe(200);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   injectScanFailure,
   JsonStreamScanner,
@@ -799,6 +799,40 @@ describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JS
     expect(deep.write(Buffer.from(`${']'.repeat(levels - 1)}}`), none)).toBe(SCAN_INVALID);
     expect(deep.error).toEqual({ offset: 2 * levels - 1, message: "expected ',' or ']' but found '}'" });
   });
+
+  it.each(['write', 'end'] as const)(
+    'is SCAN_FAILED, not a throw, when the memory for a waiting deep scanner cannot grow (%s)',
+    (call) => {
+      // A throw here left the response patch's write, and ended the process from a 'data' listener.
+      const levels = 60_000;
+      const deep = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+      expect(deep.write(Buffer.from('['.repeat(levels)), none)).toBe(SCAN_OK);
+      injectScanFailure(new Error('unreachable'));
+      const other = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
+      expect(other.write(Buffer.from('[1]'), none)).toBe(SCAN_FAILED);
+      const refused = new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded');
+      // TypeScript declares the WebAssembly API only in its DOM library.
+      const { Memory } = (
+        globalThis as unknown as { WebAssembly: { Memory: { prototype: { grow(pages: number): number } } } }
+      ).WebAssembly;
+      const grow = vi.spyOn(Memory.prototype, 'grow').mockImplementationOnce(() => {
+        throw refused;
+      });
+      try {
+        expect(call === 'write' ? deep.write(Buffer.from(']'), none) : deep.end()).toBe(SCAN_FAILED);
+        expect(grow).toHaveBeenCalledTimes(1);
+      } finally {
+        grow.mockRestore();
+      }
+      expect(deep.error).toEqual({
+        offset: levels,
+        message: `the JSON scanner failed: ${refused.message}`,
+        failure: refused,
+      });
+      // The instance is unharmed: the next scanner runs on it.
+      expect(record('{"tags":1}', ['tags']).events).toEqual(['key 1 tags 1-7', 'value 1 9', 'end 1 9']);
+    },
+  );
 
   it('scanJson reports it with `failure`, which no invalid text has', () => {
     const trap = new Error('out of memory');

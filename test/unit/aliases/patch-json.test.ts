@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import { createJsonPatch, GROWTH_SLACK, patchJson } from '../../../src/aliases/patch-json.ts';
 import { ALIAS_TABLE, responsePairs } from '../../../src/aliases/table.ts';
@@ -350,5 +350,34 @@ describe('patchJson — a failure of the JSON scanner', () => {
     expect(patch.end().length).toBe(0);
     expect(failures).toEqual([trap]);
     expect(patch.outcome).toEqual({ kind: 'skipped', reason: 'scanner_failed' });
+  });
+
+  it('at the end, too: memory it cannot get is scanner_failed and onScanFailure, not a throw out of end()', () => {
+    const failures: Error[] = [];
+    const deep = createJsonPatch(responsePairs(), {
+      maxValueBytes: 1024,
+      onScanFailure: (failure) => failures.push(failure),
+    });
+    // 60,000 open levels: more than a fresh instance holds before its memory grows; a trap in another
+    // patch's scan gives the instance up, so the deep one's end must grow the new instance's memory.
+    const open = Buffer.from('['.repeat(60_000));
+    expect(deep.write(open)).toBe(open);
+    injectScanFailure(new Error('unreachable'));
+    const other = createJsonPatch(responsePairs(), { maxValueBytes: 1024 });
+    other.write(Buffer.from('[1]'));
+    const refused = new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded');
+    const { Memory } = (
+      globalThis as unknown as { WebAssembly: { Memory: { prototype: { grow(pages: number): number } } } }
+    ).WebAssembly;
+    const grow = vi.spyOn(Memory.prototype, 'grow').mockImplementationOnce(() => {
+      throw refused;
+    });
+    try {
+      expect(deep.end().length).toBe(0);
+    } finally {
+      grow.mockRestore();
+    }
+    expect(failures).toEqual([refused]);
+    expect(deep.outcome).toEqual({ kind: 'skipped', reason: 'scanner_failed' });
   });
 });

@@ -156,6 +156,40 @@ describe('the path a route is matched on (alias bypass through path parameters a
     expect(matcher.match('POST', '/missions/a/metadata//')?.path).toBe('/missions/:uuid/metadata');
   });
 
+  it('matches a parameter segment that starts with `;`, which Express routes as the :uuid (fix 170)', () => {
+    // Dropping `;x` left `/missions//metadata`, merged to `/missions/metadata`: no route, and a legacy
+    // body reached Express' `/missions/:uuid/metadata` (uuid `;x`) with "tags" (ffuf probe).
+    for (const [method, path, route] of [
+      ['POST', '/missions/;x/metadata', '/missions/:uuid/metadata'],
+      ['POST', '/missions/;id;abc/metadata', '/missions/:uuid/metadata'],
+      ['PUT', '/projects/;/metadata-types', '/projects/:uuid/metadata-types'],
+      ['POST', '/projects/;x=1/metadata-types', '/projects/:uuid/metadata-types'],
+    ] as const) {
+      expect(matcher.match(method, path)?.path, path).toBe(route);
+    }
+    expect(routingPath('/missions/;x/metadata', 'keep')).toBe('/missions/;x/metadata');
+    expect(routingPath('/mi%73sions//;x', 'keep')).toBe('/missions/;x');
+  });
+
+  it('matches a format suffix on the last literal segment, which Rails, Mojolicious, DRF and Spring route to the same action', () => {
+    // Mojolicious' `post '/missions' => [format => ['json']]` took `/missions.json` with "tags" (fix 167).
+    for (const path of [
+      '/missions.json',
+      '/missions.JSON',
+      '/missions.xml',
+      '/missions.json/',
+      '/mi%73sions.json',
+    ]) {
+      expect(matcher.match('POST', path)?.path, path).toBe('/missions');
+    }
+    expect(matcher.match('POST', `/missions/${concrete(':uuid')}/metadata.json`)?.path).toBe(
+      '/missions/:uuid/metadata',
+    );
+    expect(matcher.match('GET', '/files.json')?.path).toBe('/files');
+    expect(matcher.match('POST', '/missions.json/x')).toBeUndefined();
+    expect(matcher.match('POST', '/missionsjson')).toBeUndefined();
+  });
+
   it('decodes only unreserved characters: an encoded separator or parameter stays part of its segment', () => {
     for (const path of ['/missions%2F', '/missions%3Bx', '/missions%2fx', '/missionsx', '/missions%7']) {
       expect(matcher.match('POST', path), path).toBeUndefined();
