@@ -19,7 +19,7 @@ import * as z from 'zod';
 import type { PluginContext, ProxyPlugin } from './core/types.ts';
 import { requestBodyShare } from './proxy/buffer-budget.ts';
 import { HEAD_HOLD_MS } from './proxy/head-hold.ts';
-import type { ForwardedHeaders } from './proxy/outgoing-request.ts';
+import { type ForwardedHeaders, NOT_FORWARDED_AS_SENT } from './proxy/outgoing-request.ts';
 import {
   UPSTREAM_CONNECT_TIMEOUT_MS,
   UPSTREAM_IDLE_TIMEOUT_MS,
@@ -209,26 +209,12 @@ function isOrigin(text: string): boolean {
 
 /**
  * Headers that cannot carry an API key (lower case): `Host` (RFC 9112 §3.2: every HTTP/1.1 request),
- * `Cookie` (any cookie would be a key; cookies are `AUTH_COOKIES`), the framing and hop-by-hop fields
- * (RFC 9110 §7.6.1, RFC 9112 §6) and the forwarding fields the shim writes itself.
+ * `Cookie` (any cookie would be a key; cookies are `AUTH_COOKIES`), and every header the upstream may
+ * not receive as sent (outgoing-request.ts `NOT_FORWARDED_AS_SENT`: hop-by-hop and framing fields, RFC
+ * 9110 §7.6.1 and RFC 9112 §6, `Proxy-Authorization` among them; the forwarding fields the shim writes
+ * itself; the validators it maps): the gate would admit a key the upstream never checks.
  */
-const NOT_AN_API_KEY_HEADER: ReadonlySet<string> = new Set([
-  'host',
-  'cookie',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-connection',
-  'expect',
-  'x-forwarded-for',
-  'x-forwarded-proto',
-  'x-forwarded-host',
-  'forwarded',
-]);
+const NOT_AN_API_KEY_HEADER: ReadonlySet<string> = new Set(['host', 'cookie', ...NOT_FORWARDED_AS_SENT]);
 
 /**
  * The start's warning for a `PUBLIC_PATHS` that makes every path public (`/*`): legal, for a shim whose
@@ -601,7 +587,7 @@ export const CORE_VARIABLES = {
     schema: parsers.headerName(DEFAULT_API_KEY_HEADER),
     default: DEFAULT_API_KEY_HEADER,
     meaning:
-      'Header carrying an API key; any non-empty value is a credential (the upstream verifies it). Its value is redacted from logs. Must not be a header every request carries or the shim reads for itself (`Host`, `Cookie`, `CLIENT_VERSION_HEADER`, the framing and hop-by-hop fields): any request would then pass the credential check.',
+      'Header carrying an API key; any non-empty value is a credential (the upstream verifies it). Its value is redacted from logs. Must not be a header every request carries or the shim reads for itself (`Host`, `Cookie`, `CLIENT_VERSION_HEADER`, the framing fields): any request would then pass the credential check; nor one the upstream does not receive as sent (the hop-by-hop fields, `Proxy-Authorization` among them, `Proxy`, `Forwarded`, `X-Forwarded-*`, `Range`, `If-Range`, `If-None-Match`, `If-Modified-Since`, CGI meta-variables such as `Script_Name`): the shim would admit a key the upstream never checks.',
   },
   MAX_REWRITE_BODY: {
     schema: parsers.byteSize('1mb'),
@@ -874,12 +860,13 @@ export function loadConfig(
     );
   }
   // An API key header that every request carries, or that the shim reads as something else, would let
-  // any request through the credential gate (SPEC §3): e.g. `Service-Client-Version`, `Host`, `Cookie`.
+  // any request through the credential gate (SPEC §3): e.g. `Service-Client-Version`, `Host`, `Cookie`;
+  // one the upstream does not receive as sent (`Proxy-Authorization`) would admit a key nobody checks.
   if (e.API_KEY_HEADER !== undefined) {
     const key = e.API_KEY_HEADER.toLowerCase();
     if (NOT_AN_API_KEY_HEADER.has(key) || key === e.CLIENT_VERSION_HEADER?.toLowerCase()) {
       problems.push(
-        `API_KEY_HEADER: must not be "${e.API_KEY_HEADER}", which every request carries or the shim reads for itself: any request would pass the credential check`,
+        `API_KEY_HEADER: must not be "${e.API_KEY_HEADER}", which every request carries, the shim reads for itself, or the upstream does not receive as sent: the credential check would admit keys nobody checks`,
       );
     }
   }

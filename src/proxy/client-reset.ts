@@ -27,3 +27,20 @@ export function resetStalledClient(res: ServerResponse): void {
   }
   res.destroy();
 }
+
+/**
+ * Aborts a response that has started and cannot complete (its upstream failed or fell silent
+ * mid-body, or its handling failed), with a TCP reset as {@link resetStalledClient} does: a close (FIN)
+ * is the end of a close-delimited body (RFC 9112 §6.3, §8: the framing of every response to an HTTP/1.0
+ * client whose length is not known beforehand, a patched one among them), so the client read the cut
+ * body as whole; and proxies in front that re-frame the body (Caddy 2.6, h2o 2.2) ended their own
+ * chunked or HTTP/2 stream cleanly on it, where a reset reaches their client as an error. A response
+ * already ended (all of it queued) is closed, not reset: a reset would discard its tail.
+ *
+ * @param res The client's response (headers sent, or about to be given up).
+ * @throws Nothing: a socket that cannot be reset is destroyed instead.
+ */
+export function abortResponse(res: ServerResponse): void {
+  if (res.writableEnded) res.destroy();
+  else resetStalledClient(res);
+}

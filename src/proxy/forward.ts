@@ -33,6 +33,7 @@ import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
+import { abortResponse } from './client-reset.ts';
 import { createPatchCodec } from './content-coding.ts';
 import { expectsContinue } from './expect-continue.ts';
 import { HEAD_HOLD_MS, type HeadHold, holdHead } from './head-hold.ts';
@@ -99,7 +100,7 @@ export interface ForwarderOptions {
   /**
    * The configured admission headers' names, lower-cased (`API_KEY_HEADER`, `CLIENT_VERSION_HEADER`): a
    * client header spelling one of them, or another header the shim owns, with `_` for `-` is not
-   * forwarded (outgoing-request.ts `isOwnedNameAlias`).
+   * forwarded (outgoing-request.ts `isUnderscoreSpelling`).
    */
   admissionHeaders?: ReadonlySet<string>;
   /** Largest request body buffered for a rewrite, in bytes (413 above). */
@@ -254,7 +255,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // A whole response goes on to the client (counted all the same).
     if (decision.action === 'finish') return;
     if (decision.action === 'abort' || res.headersSent) {
-      res.destroy();
+      abortResponse(res);
       return;
     }
     state.rejection = decision.reason;
@@ -344,13 +345,16 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // its head still gets the client a 502 or 504 (upstream-error.ts `clientStarted`). Called from the
     // pumps' listeners, outside the try of upstream-attempt.ts: a throw there ended the process.
     // Whatever writeHead refuses fails this exchange alone (as the synchronous paths do).
+    const abandon = (err: unknown) => {
+      logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
+      upstreamRes.destroy();
+      abortResponse(res);
+    };
     const headWriter = (options: ResponseHeadOptions) => () => {
       try {
         res.writeHead(status, message, responseHead(upstreamHead, extra, options));
       } catch (err) {
-        logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
-        upstreamRes.destroy();
-        res.destroy();
+        abandon(err);
       }
     };
     // A body that does not follow its head within RESPONSE_HEAD_HOLD_MS (an event stream, a long poll)
@@ -395,7 +399,8 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       head.cancel();
       headWriter(streamed)();
     };
-    const events = { writeHead, onEnd, onError: fail };
+    // A patch that throws (a plugin's bug) fails this exchange alone, as a head writeHead refuses does.
+    const events = { writeHead, onEnd, onError: fail, onPatchFailure: abandon };
     const { coding } = plan;
     if (coding === 'identity') {
       // The common case: no coding to undo (response-patch.ts pumpPatch).

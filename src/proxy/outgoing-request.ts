@@ -139,7 +139,7 @@ export interface UpstreamHeaderOptions {
   readonly upstreamHost?: string;
   /**
    * The headers the shim admits a request on (`API_KEY_HEADER`, `CLIENT_VERSION_HEADER`), lower-cased
-   * as configured: never dropped, and their spellings with `_` for `-` are ({@link isOwnedNameAlias}).
+   * as configured: never dropped, and their spellings with `_` for `-` are ({@link isUnderscoreSpelling}).
    */
   readonly admissionHeaders?: ReadonlySet<string>;
 }
@@ -192,6 +192,26 @@ const CGI_META_VARIABLES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Request header names (lower case) that do not reach the upstream as the client sent them, on some
+ * request or other: hop-by-hop ({@link HOP_BY_HOP}), rebuilt ({@link REPLACED}), `Proxy`
+ * ({@link HTTPOXY}), the CGI meta-variables, which CGI-style servers read as something else
+ * ({@link CGI_META_VARIABLES}), `Forwarded` (dropped by
+ * `FORWARDED_HEADERS=replace`), and the validators and ranges of a patchable request (`Range`,
+ * `If-Range`, `If-None-Match`, `If-Modified-Since`; {@link buildUpstreamHeaders}). config.ts refuses
+ * them as `API_KEY_HEADER`: the gate would admit a key that the upstream, which checks it, never sees.
+ */
+export const NOT_FORWARDED_AS_SENT: ReadonlySet<string> = new Set([
+  ...HOP_BY_HOP,
+  ...REPLACED,
+  HTTPOXY,
+  ...CGI_META_VARIABLES,
+  'forwarded',
+  ...RANGE,
+  'if-none-match',
+  'if-modified-since',
+]);
+
+/**
  * Whether a client header name, with `_` in it, is another spelling of a header the shim sets, strips or
  * admits a request on, or a CGI meta-variable ({@link CGI_META_VARIABLES}) — such a header is not
  * forwarded. A name with `_` is a valid token (RFC 9110 §5.1) and a field of its own for the shim, but
@@ -206,12 +226,12 @@ const CGI_META_VARIABLES: ReadonlySet<string> = new Set([
  * @returns `true` when the header must not be forwarded.
  * @throws Nothing.
  * @example
- * isOwnedNameAlias('x_forwarded_for') // → true
- * isOwnedNameAlias('script_name') // → true
- * isOwnedNameAlias('x_request_id') // → false (forwarded)
- * isOwnedNameAlias('x-forwarded-for') // → false (no `_`: handled as itself)
+ * isUnderscoreSpelling('x_forwarded_for') // → true
+ * isUnderscoreSpelling('script_name') // → true
+ * isUnderscoreSpelling('x_request_id') // → false (forwarded)
+ * isUnderscoreSpelling('x-forwarded-for') // → false (no `_`: handled as itself)
  */
-export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>): boolean {
+export function isUnderscoreSpelling(name: string, admission?: ReadonlySet<string>): boolean {
   if (!name.includes('_') || admission?.has(name)) return false;
   if (CGI_META_VARIABLES.has(name)) return true;
   const dashed = name.replaceAll('_', '-');
@@ -239,7 +259,7 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  *   `https://evil.test/#`), which an upstream building links from the first value would echo: it is
  *   dropped, named in `invalidForwarded`, and the request goes on (the `Host` it carries was valid).
  * - A header whose name with `_` spells a header the shim sets, strips or admits on, or a CGI
- *   meta-variable, is dropped and named in `underscored` ({@link isOwnedNameAlias}).
+ *   meta-variable, is dropped and named in `underscored` ({@link isUnderscoreSpelling}).
  * - `Proxy` is dropped (httpoxy, CVE-2016-5385: see {@link HTTPOXY}).
  * - With `patchable`: `Range` and `If-Range` dropped; `If-None-Match` as {@link upstreamIfNoneMatch}
  *   makes it (RFC 9110 §8.8.3: the client's tags of a patched response mapped back; on a `GET` or
@@ -256,7 +276,7 @@ export function isOwnedNameAlias(name: string, admission?: ReadonlySet<string>):
  * @returns `headers`, flat `[name, value, …]` for `http.request`; the `framing` they announce; and
  *   `invalidForwarded`, the client's forwarding headers dropped for an invalid value (lower-cased
  *   names; absent when none was); `underscored`, the client's headers dropped by
- *   {@link isOwnedNameAlias} (lower-cased, absent when none was).
+ *   {@link isUnderscoreSpelling} (lower-cased, absent when none was).
  * @throws Nothing.
  * @example
  * buildUpstreamHeaders({ method: 'POST', headers: { host: 'a', 'transfer-encoding': 'chunked' }, remoteAddress: '10.0.0.1', encrypted: false })
@@ -293,7 +313,7 @@ export function buildUpstreamHeaders(
     }
     if (dropModifiedSince && name === 'if-modified-since') continue;
     if (replace && name === 'forwarded') continue;
-    if (isOwnedNameAlias(name, options.admissionHeaders)) {
+    if (isUnderscoreSpelling(name, options.admissionHeaders)) {
       if (underscored === undefined) underscored = [name];
       else underscored.push(name);
       continue;

@@ -4,6 +4,7 @@
 import type { ServerResponse } from 'node:http';
 import { errorHead, JSON_CONTENT_TYPE } from '../core/errors.ts';
 import { isAnsweredByServer } from '../core/exchange.ts';
+import { abortResponse } from './client-reset.ts';
 import { exposedNames } from './response-writer.ts';
 
 /**
@@ -27,7 +28,7 @@ export function sendError(
   // The HTTP server answered this request itself (fix 156): its answer stands, its socket lingers.
   if (isAnsweredByServer(res)) return;
   if (res.headersSent || res.writableEnded) {
-    res.destroy();
+    abortResponse(res);
     return;
   }
   const { headers, body } = errorHead(statusCode, message, extraHeaders);

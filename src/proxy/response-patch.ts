@@ -228,6 +228,18 @@ export interface PatchPumpEvents {
    * an abort (the caller decides). Called once; not after the client went away.
    */
   onError(err: Error): void;
+  /**
+   * The patch threw, breaking its contract (core/types.ts `ResponsePatch`: never throws; a plugin's
+   * bug): the pump has stopped reading the upstream and writes nothing more; the caller ends the
+   * exchange. Called once, instead of the event the patch's call was for; an exception thrown out of a
+   * stream listener would have ended the process, and every exchange with it.
+   */
+  onPatchFailure(err: Error): void;
+}
+
+/** `err` as an `Error` (a plugin may throw anything). */
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
 }
 
 /**
@@ -279,10 +291,23 @@ export function pumpPatch(
   patch: ResponsePatch,
   events: PatchPumpEvents,
 ): void {
-  const { writeHead, onEnd, onError } = events;
+  const { writeHead, onEnd, onError, onPatchFailure } = events;
   const hold = pauseUntilDrain(source, target);
+  let broken = false;
+  const patchFailed = (err: unknown): void => {
+    broken = true;
+    source.destroy();
+    onPatchFailure(asError(err));
+  };
   source.on('data', (chunk) => {
-    const bytes = patchChunk(patch, chunk);
+    if (broken) return;
+    let bytes: Buffer;
+    try {
+      bytes = patchChunk(patch, chunk);
+    } catch (err) {
+      patchFailed(err);
+      return;
+    }
     // The client's response was cut, or already answered (the shim's 502 for an upstream failure).
     if (bytes.length === 0 || target.destroyed || target.writableEnded) return;
     // The first bytes out: the chunk itself from a patch that has skipped means nothing was held or
@@ -291,7 +316,14 @@ export function pumpPatch(
     if (!target.write(bytes, whenWritten(patch, chunk, bytes))) hold();
   });
   source.once('end', () => {
-    const bytes = patch.end();
+    if (broken) return;
+    let bytes: Buffer;
+    try {
+      bytes = patch.end();
+    } catch (err) {
+      patchFailed(err);
+      return;
+    }
     onEnd(patch.outcome);
     if (target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead(false);
@@ -359,7 +391,7 @@ export function pumpCodedPatch(
   patch: ResponsePatch,
   events: PatchPumpEvents,
 ): void {
-  const { writeHead, onEnd, onError } = events;
+  const { writeHead, onEnd, onError, onPatchFailure } = events;
   const { decoder, encoder } = codec;
   let abandoned = false;
   const abandon = (): void => {
@@ -405,9 +437,19 @@ export function pumpCodedPatch(
 
   // decoder → patch → encoder
   const holdDecoder = pauseUntilDrain(decoder, encoder);
+  const patchFailed = (err: unknown): void => {
+    abandon();
+    onPatchFailure(asError(err));
+  };
   decoder.on('data', (decoded: Buffer) => {
     if (abandoned) return;
-    const bytes = patchChunk(patch, decoded);
+    let bytes: Buffer;
+    try {
+      bytes = patchChunk(patch, decoded);
+    } catch (err) {
+      patchFailed(err);
+      return;
+    }
     if (bytes.length > 0) unflushed = true;
     // Decoded after its input was consumed: the decoder was paused and goes on now.
     if (decoding === 0) checkFlush();
@@ -416,7 +458,13 @@ export function pumpCodedPatch(
   });
   decoder.once('end', () => {
     if (abandoned) return;
-    const bytes = patch.end();
+    let bytes: Buffer;
+    try {
+      bytes = patch.end();
+    } catch (err) {
+      patchFailed(err);
+      return;
+    }
     onEnd(patch.outcome);
     if (bytes.length > 0) encoder.write(bytes);
     encoder.end();

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type * as HttpsModule from 'node:https';
 import { createRequire } from 'node:module';
-import { isIP, type OnReadOpts } from 'node:net';
+import { isIP, type OnReadOpts, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type * as TlsModule from 'node:tls';
 import { type Deadline, startDeadline } from './own-pause.ts';
@@ -134,6 +134,20 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
   return socket;
 }
 
+/** Upstream connections a write of which the upstream refused ({@link readsOnAfterRefusedWrite}). */
+const refusedWrites = new WeakSet<Duplex>();
+
+/**
+ * Whether an upstream connection whose request and response are done may go back to the pool: not
+ * when the upstream refused a write on it (it closed or reset the connection; RFC 9112 §9.3 keeps only
+ * a persistent connection), else as Node's agent decides (`Agent.keepSocketAlive`).
+ * @param socket The connection.
+ * @returns `false` when a write of it was refused.
+ */
+function reusable(socket: Duplex): boolean {
+  return !refusedWrites.has(socket);
+}
+
 /** `net.Socket`'s internal write step, which every write of the HTTP client goes through. */
 type WriteGeneric = (
   writev: boolean,
@@ -154,7 +168,10 @@ type WriteGeneric = (
  * idempotent request on a stale pooled connection (fix 8), the same decisions. Other write errors destroy
  * the socket as before, and so does a refused write while the socket is paused (its response waits for
  * a client slow to take it): such a socket reads nothing, so the reset would reach the shim only once
- * the client read on, or never while the client kept uploading (fix 71).
+ * the client read on, or never while the client kept uploading (fix 71). A connection with a refused
+ * write is never pooled again ({@link reusable}): the upstream has closed or reset it, and an answer
+ * early enough to be relayed (hyper 0.14 answers so, without `Connection: close`) let its request
+ * finish, and Node's agent pooled it for the next request, which failed with 502 (fix 169).
  * @param socket An upstream connection, before its first write.
  */
 function readsOnAfterRefusedWrite(socket: Duplex): void {
@@ -166,6 +183,7 @@ function readsOnAfterRefusedWrite(socket: Duplex): void {
       const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
       // Dropped only while the socket reads on, which brings the reset (fix 71).
       const refused = (code === 'EPIPE' || code === 'ECONNRESET') && !this.isPaused();
+      if (refused) refusedWrites.add(this);
       cb(refused ? null : err);
     });
   };
@@ -401,6 +419,17 @@ export class SharedReadBufferAgent extends http.Agent {
   override createConnection(options: http.ClientRequestArgs): Duplex {
     return upstreamConnection((o) => super.createConnection(o)!, options, this.#connectTimeoutMs);
   }
+  /**
+   * Whether a connection goes back to the pool: Node's decision, unless the upstream refused a write
+   * on it ({@link reusable}).
+   * @param socket The connection whose exchange is done.
+   * @returns `true` to pool it, `false` to close it.
+   */
+  override keepSocketAlive(socket: Socket): boolean {
+    // Node's returns a boolean (false for a `Keep-Alive: timeout` hint that leaves no idle time);
+    // @types/node declares it `void`.
+    return reusable(socket) && (super.keepSocketAlive(socket) as unknown as boolean);
+  }
 }
 
 /** The `https:` upstream pool, made on first use (`node:https` is loaded for an `https:` upstream only). */
@@ -413,24 +442,31 @@ function sharedReadBufferHttpsAgent(
     override createConnection(connection: http.ClientRequestArgs): Duplex {
       return upstreamConnection((o) => super.createConnection(o)!, connection, connectTimeoutMs);
     }
+    override keepSocketAlive(socket: Socket): boolean {
+      return reusable(socket) && (super.keepSocketAlive(socket) as unknown as boolean);
+    }
   }
   return new SharedReadBufferHttpsAgent(options);
 }
 
 /**
- * The TLS server name (SNI, RFC 6066 §3) for an upstream host: the DNS name itself; `''` (no SNI) for
- * an IP address, which RFC 6066 forbids as a server name — the certificate is then checked against
- * the IP. Setting it explicitly matters: left unset, Node derives it from the request's `Host`
- * header, which is the client's.
+ * The TLS server name (SNI, RFC 6066 §3) for an upstream host: the DNS name itself, without the
+ * trailing dot of a fully qualified spelling (`api.ns.svc.cluster.local.`, which skips the resolver's
+ * search list; RFC 6066 §3: "without a trailing dot" — Go's TLS servers, Caddy and Traefik among them,
+ * refuse a ClientHello that has one); `''` (no SNI) for an IP address, which RFC 6066 forbids as a
+ * server name — the certificate is then checked against the IP. Setting it explicitly matters: left
+ * unset, Node derives it from the request's `Host` header, which is the client's.
  * @param hostname `URL.hostname` (IPv6 in brackets).
  * @returns The server name, or `''` for an IP address.
  * @throws Nothing.
  * @example tlsServerName('api.internal') // → 'api.internal'
+ * @example tlsServerName('api.internal.') // → 'api.internal'
  * @example tlsServerName('[::1]') // → ''
  */
 export function tlsServerName(hostname: string): string {
   const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-  return isIP(bare) === 0 ? bare : '';
+  if (isIP(bare) !== 0) return '';
+  return bare.endsWith('.') ? bare.slice(0, -1) : bare;
 }
 
 /**

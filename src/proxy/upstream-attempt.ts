@@ -14,7 +14,7 @@ import { ANSWERED_BY_SERVER, type ExchangeState } from '../core/exchange.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
-import { resetStalledClient } from './client-reset.ts';
+import { abortResponse, resetStalledClient } from './client-reset.ts';
 import { afterPendingIo, type Deadline, startDeadline } from './own-pause.ts';
 import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
@@ -433,7 +433,7 @@ export function createUpstreamAttempt(
           // A fault in one exchange's handling fails that exchange, never the process.
           logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
           upstreamRes.destroy();
-          res.destroy();
+          abortResponse(res);
         }
       });
 

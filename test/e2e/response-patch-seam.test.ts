@@ -24,7 +24,14 @@ import type { PatchOutcome, ProxyPlugin, ResponsePatch } from '../../src/core/ty
 import { createLogger } from '../../src/observability/logger.ts';
 import { type CoreMetrics, createMetrics } from '../../src/observability/metrics.ts';
 import { createFrontServer } from '../../src/proxy/server.ts';
-import { getOutcome, getWhenWritesQueue, send, sendRawUntilClose, statusesIn } from '../helpers/http.ts';
+import {
+  getOutcome,
+  getWhenWritesQueue,
+  rawHttp10Ending,
+  send,
+  sendRawUntilClose,
+  statusesIn,
+} from '../helpers/http.ts';
 
 const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
 
@@ -695,21 +702,40 @@ describe('an upstream that dies mid-body on a patched route', () => {
     });
     const shim = await startCore(up.url);
     const outcome = await new Promise<{ status: number; complete: boolean }>((resolve) => {
-      http.get(
-        `${shim.url}/things`,
-        { headers: { ...CLIENT, 'accept-encoding': 'gzip' }, agent: false },
-        (res) => {
-          headReached();
-          res.resume();
-          const done = () => resolve({ status: res.statusCode ?? 0, complete: res.complete });
-          res.on('end', done);
-          res.on('aborted', done);
-          res.on('error', done);
-        },
-      );
+      let status = 0;
+      http
+        .get(
+          `${shim.url}/things`,
+          { headers: { ...CLIENT, 'accept-encoding': 'gzip' }, agent: false },
+          (res) => {
+            status = res.statusCode ?? 0;
+            headReached();
+            res.resume();
+            const done = () => resolve({ status, complete: res.complete });
+            res.on('end', done);
+            res.on('aborted', done);
+            res.on('error', done);
+          },
+        )
+        // The abort is a reset (fix 164): it fails the request too.
+        .on('error', () => resolve({ status, complete: false }));
     });
     expect(outcome).toEqual({ status: 200, complete: false });
     expect(await metricValue(shim.metrics, 'shim_upstream_errors_total', 'kind="reset"')).toBe(1);
+  });
+
+  // A body of unknown length goes to an HTTP/1.0 client close-delimited (RFC 9112 §6.3): a close
+  // would end it as complete; the abort is a reset (fix 164).
+  it('bytes already out to an HTTP/1.0 client → a reset, never a clean close', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+      res.write('abc'.repeat(10));
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    const shim = await startCore(up.url);
+    const ending = await rawHttp10Ending(shim.url, '/things', CLIENT);
+    expect(ending.received).toMatch(/\r\n\r\nAbcAbc/);
+    expect(ending.end).toBe('ECONNRESET');
   });
 
   it('bytes already out → the connection is aborted, as for a pass-through', async () => {
@@ -724,6 +750,50 @@ describe('an upstream that dies mid-body on a patched route', () => {
     expect(outcome.complete).toBe(false);
     expect(await metricValue(shim.metrics, 'shim_upstream_errors_total', 'kind="reset"')).toBe(1);
   });
+});
+
+describe("a response patch that throws (a plugin breaking ResponsePatch's contract)", () => {
+  /** A plugin whose patch throws from its first `write` (or, `atEnd`, from `end`). */
+  const throwingPatch = (atEnd: boolean): ProxyPlugin => ({
+    name: 'throwing-patch',
+    onRequest: () => ({
+      onResponse: () => ({
+        write(chunk) {
+          if (!atEnd) throw new TypeError('a bug in a patch');
+          return chunk;
+        },
+        end() {
+          throw new TypeError('a bug in a patch');
+        },
+        destroy() {},
+        outcome: { kind: 'unchanged' },
+      }),
+    }),
+  });
+
+  // An exception out of the pump's stream listener ended the process, and every exchange in it.
+  it.each([
+    ['write', false],
+    ['end', true],
+  ])(
+    'fails that exchange alone (%s): the client cut off, the error logged, the next request served',
+    async (_call, atEnd) => {
+      let calls = 0;
+      const up = await upstream((_req, res) => {
+        calls++;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('[1,2,3]');
+      });
+      const shim = await startCore(up.url, {}, undefined, throwingPatch(atEnd));
+      const outcome = await getOutcome(`${shim.url}/things`, CLIENT);
+      expect(outcome.complete).toBe(false);
+      expect(shim.logs().some((l) => l.msg === 'handling the upstream response failed')).toBe(true);
+      // The process and its other exchanges go on.
+      const outcome2 = await getOutcome(`${shim.url}/things`, CLIENT);
+      expect(outcome2.complete).toBe(false);
+      expect(calls).toBe(2);
+    },
+  );
 });
 
 describe('an unexpected error in the pipeline (a plugin that throws)', () => {

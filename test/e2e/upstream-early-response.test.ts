@@ -6,12 +6,15 @@
  * fix 59). Go's `net/http`, uvicorn and aiohttp close in stages, and were relayed before too.
  */
 import { once } from 'node:events';
+import http from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRaw } from '../helpers/http.ts';
 import { closeAll, closeLater, stackOn } from '../helpers/one-shot-upstream.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
+import { spawnShim } from '../helpers/spawn-shim.ts';
+import { CURRENT } from '../helpers/stack.ts';
 
 afterEach(closeAll);
 
@@ -55,6 +58,63 @@ describe('an upload the upstream answers early, then resets', () => {
     client.destroy();
     expect(raw.text().split('\r\n')[0]).toBe('HTTP/1.1 404 NOT FOUND');
     expect(raw.text()).toContain(`\r\n\r\n${EARLY_BODY}`);
+  });
+});
+
+// hyper 0.14 answers a body it will not read without `Connection: close`, then closes the connection
+// with the body unread (a reset). Fix 59 dropped the refused writes, so the request finished and Node's
+// agent pooled the dead connection: the next request took it, and a POST (never replayed) got 502 in
+// 18 of 30 tries (docs/reliability.md fix 169).
+describe('an upload the upstream answers early without Connection: close, then resets', () => {
+  it('the connection is not pooled: the next POST goes on a connection of its own and is answered', async () => {
+    const DENIED =
+      'HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}';
+    const OK =
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}';
+    const upstream = await startRawUpstream((socket, received) => {
+      const s = socket as net.Socket & { answered?: boolean };
+      if (s.answered || !received.includes('\r\n\r\n')) return;
+      s.answered = true;
+      if (received.startsWith('POST /deny ')) {
+        socket.write(DENIED);
+        socket.resetAndDestroy();
+      } else {
+        socket.end(OK);
+      }
+    });
+    closeLater(upstream);
+    // The shim in a process of its own: in this one, the upstream's reset and the shim's reads share an
+    // event loop, and the dead connection was never pooled in time to be taken (the race did not show).
+    const shim = await spawnShim({ UPSTREAM_URL: upstream.url });
+    const stack = { url: shim.url };
+    // One client connection, as a client's keep-alive pool with one socket: each request goes once the
+    // one before it has sent its whole body and read its whole response.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (path: string, body: Buffer) =>
+      new Promise<number | string>((resolve) => {
+        const req = http.request(
+          `${stack.url}${path}`,
+          { method: 'POST', agent, headers: { ...CURRENT, 'content-length': body.length } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+        req.end(body);
+      });
+    const upload = Buffer.alloc(4 * 1024 * 1024, 0x61);
+    const statuses: Array<number | string> = [];
+    try {
+      for (let round = 0; round < 10; round++) {
+        statuses.push(await post('/deny', upload));
+        statuses.push(await post('/next', Buffer.from('{}')));
+      }
+    } finally {
+      agent.destroy();
+      await shim.stop();
+    }
+    expect(statuses).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 401 : 200)));
   });
 });
 

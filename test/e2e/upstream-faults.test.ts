@@ -8,7 +8,7 @@
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UPSTREAM_IDLE_TIMEOUT_MS } from '../../src/proxy/upstream-agent.ts';
-import { getOutcome, type Reply, send } from '../helpers/http.ts';
+import { getOutcome, type Reply, rawHttp10Ending, send } from '../helpers/http.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { jsonResponse, type RawUpstream, startRawUpstream } from '../helpers/raw-upstream.ts';
 import { holdRefusingPort, type RefusingPort } from '../helpers/refusing-port.ts';
@@ -265,6 +265,22 @@ describe('after response headers', () => {
     });
     const outcome = await missionsOutcome(stack.url);
     expect(outcome.complete).toBe(false);
+  });
+
+  // An HTTP/1.0 client's body of unknown length is close-delimited (RFC 9112 §6.3): a close (FIN)
+  // ends it as complete, so only a reset tells the client (and a proxy in front that re-frames it:
+  // Caddy 2.6, h2o 2.2) that it was cut. The shim closed it with a FIN: the cut body read as whole.
+  it('aborts a close-delimited response to an HTTP/1.0 client with a reset, never a clean close', async () => {
+    const { stack } = await stackWith((socket) => {
+      socket.write(
+        'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[1,2,\r\n',
+      );
+      setTimeout(() => socket.resetAndDestroy(), 50);
+    });
+    const ending = await rawHttp10Ending(stack.url, '/missions', CURRENT);
+    expect(ending.received).toMatch(/^HTTP\/1\.1 200 [\s\S]*\r\n\r\n\[1,2,$/);
+    expect(ending.received).not.toMatch(/transfer-encoding/i);
+    expect(ending.end).toBe('ECONNRESET');
   });
 
   it('aborts the client connection when the upstream stalls after headers', async () => {

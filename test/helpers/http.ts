@@ -140,18 +140,21 @@ export interface Outcome {
  */
 export function getOutcome(url: string, headers: OutgoingHttpHeaders): Promise<Outcome> {
   return new Promise((resolve) => {
+    let status = 0;
+    let bytes = 0;
     http
       .get(url, { headers, agent: false }, (res) => {
-        let bytes = 0;
+        status = res.statusCode ?? 0;
         res.on('data', (d: Buffer) => {
           bytes += d.length;
         });
-        const done = () => resolve({ status: res.statusCode ?? 0, complete: res.complete, bytes });
+        const done = () => resolve({ status, complete: res.complete, bytes });
         res.on('end', done);
         res.on('aborted', done);
         res.on('error', done);
       })
-      .on('error', () => resolve({ status: 0, complete: false, bytes: 0 }));
+      // A reset (the shim's abort of a started response) fails the request itself, also after its head.
+      .on('error', () => resolve({ status, complete: false, bytes }));
   });
 }
 
@@ -319,4 +322,28 @@ export function openRaw(base: string, options: { allowHalfOpen?: boolean } = {})
   });
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
   return { socket, text: () => text, closed };
+}
+
+/**
+ * GETs `path` as an HTTP/1.0 client on a raw socket: what arrived, and how the connection ended (`end`
+ * for a close, else the socket error's code).
+ */
+export function rawHttp10Ending(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ received: string; end: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port), hostname, () => {
+      const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`GET ${path} HTTP/1.0\r\nHost: shim.test\r\n${lines.join('')}\r\n`);
+    });
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    socket.on('end', () => resolve({ received, end: 'end' }));
+    socket.on('error', (err: NodeJS.ErrnoException) => resolve({ received, end: err.code ?? err.message }));
+  });
 }

@@ -12,7 +12,7 @@
  * variable and strips it from the path: `GET /api/health` (public, judged by the gates) with
  * `SCRIPT_NAME: /api` reaches the application as `PATH_INFO=/health`.
  *
- * Defence (src/proxy/outgoing-request.ts `isOwnedNameAlias`): a client header whose name, with `_` for
+ * Defence (src/proxy/outgoing-request.ts `isUnderscoreSpelling`): a client header whose name, with `_` for
  * `-`, is a header the shim sets, strips or admits a request on, or a CGI meta-variable (RFC 3875
  * §4.1), is not forwarded; every other header goes on unchanged (SPEC §4), the configured admission
  * headers as configured; the request goes on, its log line names what was dropped.

@@ -286,6 +286,13 @@ describe('loadConfig rejects invalid values with one line naming the variable', 
     ['API_KEY_HEADER', { API_KEY_HEADER: 'cookie' }],
     ['API_KEY_HEADER', { API_KEY_HEADER: 'Content-Length' }],
     ['API_KEY_HEADER', { API_KEY_HEADER: 'x-forwarded-for' }],
+    // Headers the upstream, which checks the key, never receives as sent: the gate would admit a key
+    // that goes nowhere (Proxy-Authorization is hop-by-hop; Proxy is httpoxy's; Script_Name is a CGI
+    // meta-variable; If-None-Match is mapped for legacy clients).
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'Proxy-Authorization' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'proxy' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'script_name' }],
+    ['API_KEY_HEADER', { API_KEY_HEADER: 'If-None-Match' }],
     ['SERVICE_VERSION', { SERVICE_VERSION: '1.0' }],
     ['MIN_CLIENT_VERSION', { MIN_CLIENT_VERSION: 'v1' }],
     ['PUBLIC_PATHS', { PUBLIC_PATHS: 'api/health' }],

@@ -8,7 +8,8 @@ import {
   buildUpstreamHeaders,
   type ClientHead,
   hasRequestBody,
-  isOwnedNameAlias,
+  isUnderscoreSpelling,
+  NOT_FORWARDED_AS_SENT,
   requestFraming,
   upstreamTarget,
 } from '../../../src/proxy/outgoing-request.ts';
@@ -357,9 +358,64 @@ describe('buildUpstreamHeaders', () => {
       ['x_request_id', undefined, false],
       ['_', undefined, false],
       ['x-forwarded-for', undefined, false],
-    ])('isOwnedNameAlias(%j, %j) → %j', (name, admission, expected) =>
-      expect(isOwnedNameAlias(name, admission)).toBe(expected),
+    ])('isUnderscoreSpelling(%j, %j) → %j', (name, admission, expected) =>
+      expect(isUnderscoreSpelling(name, admission)).toBe(expected),
     );
+  });
+
+  describe('NOT_FORWARDED_AS_SENT (what config.ts refuses as API_KEY_HEADER)', () => {
+    // A header the set does not name reaches the upstream as sent, in the mode that drops most (a
+    // legacy GET with validators, FORWARDED_HEADERS=replace) when it is the admission header: the key
+    // the gate admitted is the key the upstream checks.
+    it.each([
+      'authorization',
+      'x-api-key',
+      'api-key',
+      'apikey',
+      'x-auth-token',
+      'x_api_key',
+      'ocp-apim-subscription-key',
+      'x-amz-security-token',
+      'accept',
+      'accept-encoding',
+      'user-agent',
+      'referer',
+      'origin',
+      'from',
+      'via',
+      'max-forwards',
+      'prefer',
+      'priority',
+      'cache-control',
+      'pragma',
+      'if-match',
+      'if-unmodified-since',
+      'content-type',
+      'content-encoding',
+      'x-real-ip',
+      'x-request-id',
+      'traceparent',
+      'sec-fetch-mode',
+    ])('%s goes upstream as sent', (name) => {
+      expect(NOT_FORWARDED_AS_SENT.has(name)).toBe(false);
+      const built = buildUpstreamHeaders(
+        client({ [name]: 'k3y', 'if-none-match': 'W/"a+patched"', 'if-modified-since': 'x' }),
+        { patchable: true, forwardedHeaders: 'replace', admissionHeaders: new Set([name]) },
+      );
+      expect(values(built.headers, name)).toEqual(['k3y']);
+    });
+
+    it('names Proxy-Authorization, Proxy, Forwarded, the validators a legacy request maps and the CGI names', () => {
+      for (const name of [
+        'proxy-authorization',
+        'proxy',
+        'forwarded',
+        'if-none-match',
+        'range',
+        'script_name',
+      ])
+        expect(NOT_FORWARDED_AS_SENT.has(name)).toBe(true);
+    });
   });
 
   it('a HEAD goes as Connection: close (its connection is never reused); other methods carry none', () => {

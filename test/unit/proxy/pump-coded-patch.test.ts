@@ -70,8 +70,10 @@ function setUp(codec: PatchCodec, patch = recordingPatch()) {
   const onEnd = vi.fn((_outcome: PatchOutcome) => target.written.push('<outcome>'));
   const { promise: errored, resolve: reported } = Promise.withResolvers<void>();
   const onError = vi.fn((_err: Error) => reported());
-  pumpCodedPatch(source, target, codec, patch, { writeHead, onEnd, onError });
-  return { source, target, patch, writeHead, onEnd, onError, errored };
+  const { promise: broken, resolve: patchFailed } = Promise.withResolvers<void>();
+  const onPatchFailure = vi.fn((_err: Error) => patchFailed());
+  pumpCodedPatch(source, target, codec, patch, { writeHead, onEnd, onError, onPatchFailure });
+  return { source, target, patch, writeHead, onEnd, onError, errored, onPatchFailure, broken };
 }
 
 /** One turn of the event loop: what a write's callback (on the next tick) has run by. */
@@ -86,6 +88,29 @@ const inflatePartial = (bytes: Buffer): string =>
 const gzipCodec = (): PatchCodec => ({ decoder: createGunzip(), encoder: createGzip() });
 
 describe('pumpCodedPatch', () => {
+  it.each(['write', 'end'] as const)(
+    'a patch whose %s throws fails its exchange alone: onPatchFailure, every stage destroyed, no throw out of a listener',
+    async (call) => {
+      const patch = recordingPatch();
+      const bug = new TypeError('a plugin bug');
+      patch[call] = () => {
+        throw bug;
+      };
+      const codec = gzipCodec();
+      const { source, target, onEnd, onError, onPatchFailure, broken } = setUp(codec, patch);
+      source.emit('data', gzipSync(Buffer.from('abc')));
+      source.emit('end');
+      await broken;
+      expect(onPatchFailure).toHaveBeenCalledWith(bug);
+      expect(source.destroyed).toBe(true);
+      expect(codec.decoder.destroyed && codec.encoder.destroyed).toBe(true);
+      expect(patch.destroyed).toBe(1);
+      expect(onEnd).not.toHaveBeenCalled();
+      expect(onError).not.toHaveBeenCalled();
+      expect(target.writableEnded).toBe(false);
+    },
+  );
+
   it('decodes, patches and encodes again; the head before the first byte, the outcome before the end', async () => {
     const { source, target, writeHead, onEnd, onError } = setUp(gzipCodec());
     const encoded = gzipSync(Buffer.from('hello, coded world'));

@@ -61,8 +61,9 @@ function setUp() {
   });
   const onEnd = vi.fn();
   const onError = vi.fn();
-  pumpPatch(source, target, patch, { writeHead, onEnd, onError });
-  return { source, target, patch, writeHead, onEnd, onError };
+  const onPatchFailure = vi.fn();
+  pumpPatch(source, target, patch, { writeHead, onEnd, onError, onPatchFailure });
+  return { source, target, patch, writeHead, onEnd, onError, onPatchFailure };
 }
 
 /** A pump with {@link reusingPatch}, its head already sent. */
@@ -71,11 +72,40 @@ function setUpReusing() {
   const target = new FakeTarget();
   target.headersSent = true;
   const patch = reusingPatch();
-  pumpPatch(source, target, patch, { writeHead: vi.fn(), onEnd: vi.fn(), onError: vi.fn() });
+  pumpPatch(source, target, patch, {
+    writeHead: vi.fn(),
+    onEnd: vi.fn(),
+    onError: vi.fn(),
+    onPatchFailure: vi.fn(),
+  });
   return { source, target, patch };
 }
 
 describe('pumpPatch', () => {
+  it.each(['write', 'end'] as const)(
+    'a patch whose %s throws fails its exchange alone: onPatchFailure, the source destroyed, no throw out of the listener',
+    (call) => {
+      const { source, target, patch, writeHead, onEnd, onError, onPatchFailure } = setUp();
+      const bug = new TypeError('a plugin bug');
+      patch[call] = () => {
+        throw bug;
+      };
+      expect(() => {
+        source.emit('data', Buffer.from('abc'));
+        source.emit('end');
+      }).not.toThrow();
+      expect(onPatchFailure).toHaveBeenCalledTimes(1);
+      expect(onPatchFailure).toHaveBeenCalledWith(bug);
+      expect(source.destroyed).toBe(true);
+      expect(onEnd).not.toHaveBeenCalled();
+      expect(onError).not.toHaveBeenCalled();
+      expect(target.writableEnded).toBe(false);
+      // A write that threw wrote nothing; an end that threw leaves what was written before it.
+      expect(target.written).toEqual(call === 'write' ? [] : ['<head>', 'ABC']);
+      expect(writeHead).toHaveBeenCalledTimes(call === 'write' ? 0 : 1);
+    },
+  );
+
   it('writes the head just before the first patched byte, then the body, the end and the outcome', () => {
     const { source, target, writeHead, onEnd, onError } = setUp();
     expect(writeHead).not.toHaveBeenCalled();
@@ -117,7 +147,12 @@ describe('pumpPatch', () => {
     const target = new FakeTarget();
     const writeHead = vi.fn();
     const patch: ResponsePatch = { write, end: () => Buffer.alloc(0), destroy() {}, outcome };
-    pumpPatch(source, target, patch, { writeHead, onEnd: vi.fn(), onError: vi.fn() });
+    pumpPatch(source, target, patch, {
+      writeHead,
+      onEnd: vi.fn(),
+      onError: vi.fn(),
+      onPatchFailure: vi.fn(),
+    });
     source.emit('data', Buffer.from('{"a":1}'));
     expect(writeHead).toHaveBeenCalledExactlyOnceWith(unpatched);
   });
@@ -189,7 +224,12 @@ describe('pumpPatch', () => {
     };
     const source2 = new FakeSource();
     const target2 = new FakeTarget();
-    pumpPatch(source2, target2, passing, { writeHead: vi.fn(), onEnd: vi.fn(), onError: vi.fn() });
+    pumpPatch(source2, target2, passing, {
+      writeHead: vi.fn(),
+      onEnd: vi.fn(),
+      onError: vi.fn(),
+      onPatchFailure: vi.fn(),
+    });
     source2.emit('data', Buffer.from('x'));
     target2.flushOne();
     expect(passing.recycle).not.toHaveBeenCalled();
@@ -211,7 +251,12 @@ describe('pumpPatch', () => {
     };
     const source2 = new FakeSource();
     const target2 = new FakeTarget();
-    pumpPatch(source2, target2, passing, { writeHead: vi.fn(), onEnd: vi.fn(), onError: vi.fn() });
+    pumpPatch(source2, target2, passing, {
+      writeHead: vi.fn(),
+      onEnd: vi.fn(),
+      onError: vi.fn(),
+      onPatchFailure: vi.fn(),
+    });
     const passed = Buffer.allocUnsafeSlow(2);
     passed.write('xy');
     const failed = Buffer.allocUnsafeSlow(2);

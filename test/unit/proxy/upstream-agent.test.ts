@@ -21,6 +21,8 @@ describe('tlsServerName', () => {
   it.each([
     ['api.internal', 'api.internal'],
     ['localhost', 'localhost'],
+    // A fully qualified spelling: sent with its dot, Go's TLS servers (Caddy) refused every handshake.
+    ['api.ns.svc.cluster.local.', 'api.ns.svc.cluster.local'],
     ['127.0.0.1', ''],
     ['[::1]', ''],
   ])('%s → %j', (host, expected) => expect(tlsServerName(host)).toBe(expected));
