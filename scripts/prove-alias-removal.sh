@@ -73,7 +73,7 @@ echo "== delete the alias layer (docs/removing-the-alias-layer.md)"
 registration="$(grep -c 'aliasPlugin' src/app.ts || true)"
 [ "$registration" = 2 ] ||
   fail "src/app.ts mentions aliasPlugin on $registration lines, expected 2 (the import and the registration)"
-# The paths of docs/removing-the-alias-layer.md, step 3.
+# The paths of docs/removing-the-alias-layer.md, step 4.
 shopt -s globstar
 removed=()
 for pattern in 'src/aliases/' 'test/**/aliases/' 'test/**/aliases-*.test.ts' 'bench/aliases-*.ts' 'docs/migration-guide.md'; do
