@@ -780,8 +780,9 @@ export class JsonStreamScanner {
   /**
    * {@link #acquire}, or `undefined` with `error` set when the memory it needs is not there: the
    * instance cannot be created, the previous owner's state cannot be saved, or the memory cannot grow to
-   * hold this scanner's nesting stack. Each fails before the instance's state changes hands (the previous
-   * owner keeps it, in the instance), so nothing is given up but this scanner.
+   * hold this scanner's nesting stack. Each fails before the instance's state changes hands, or once the
+   * previous owner's state is saved (the instance is then nobody's, and the next scanner restores its
+   * own whole), so nothing is given up but this scanner.
    */
   #turn(offset = this.#base): Engine | undefined {
     try {
@@ -798,6 +799,9 @@ export class JsonStreamScanner {
     const e = getEngine();
     if (owner !== this) {
       if (owner !== undefined) owner.#save(e);
+      // Saved: the instance is nobody's until this scanner's state is all in it (a restore that throws
+      // half-way must not leave the previous owner reading a mix).
+      owner = undefined;
       this.#restore(e);
       owner = this;
     }

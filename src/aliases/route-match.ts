@@ -6,8 +6,9 @@
  * route it most loosely see it (servlet containers: Tomcat, Jetty): without its segments' `;`
  * parameters (`/missions;jsessionid=8F3A`), with percent-encoded unreserved characters decoded
  * (`/mi%73sions`; RFC 3986 §6.2.2.2) and repeated slashes as one; failing that, with its `;`
- * parameters kept, as Express reads them (`/missions/;x/metadata`: the `:uuid` `;x`); and a last
- * literal segment may carry a format suffix (`/missions.json`, as Rails and Mojolicious route it) — so
+ * parameters kept, as Express and Spring read them (`/missions/;x/metadata`: the `:uuid` `;x`;
+ * `/missions;jsessionid=1/…`); and a last literal segment may carry the format suffix `.json`
+ * (`/missions.json`, as Rails and Mojolicious route it) — so
  * that no spelling an upstream routes to a rewritten route passes with the deprecated names. The path
  * forwarded is never changed.
  * This runs for every request of a legacy client, so it is a few anchored regular expressions per
@@ -85,25 +86,31 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** A literal segment's `;` parameters, when the path is read with them kept (Spring's matrix variables). */
+const SEGMENT_PARAMETERS = '(?:;[^/]*)?';
+/** A format suffix on the last literal segment (Rails' `(.:format)`, Mojolicious' `[format => ['json']]`). */
+const JSON_FORMAT = '(?:\\.json)?';
+
 /**
- * `/missions/:uuid/metadata` → `/^\/missions\/[^/]+\/metadata(?:\.[^/]*)?\/?$/i`. A last literal segment
- * may carry a format suffix (`/missions.json`): Rails' resource routes (`/missions(.:format)`),
- * Mojolicious' optional formats, Django REST framework's `format_suffix_patterns` and Spring MVC's
- * suffix pattern matching route it to the same action, which reads the same body and query
- * (docs/reliability.md fix 167); a parameter segment (`[^/]+`) already takes one.
+ * `/missions/:uuid/metadata` → `/^\/missions(?:;[^/]*)?\/[^/]+\/metadata(?:\.json)?(?:;[^/]*)?\/?$/i`.
+ * A `:param` takes one whole segment, `;` parameters included (Express reads `/missions/;x/metadata`
+ * as the uuid `;x`: fix 170); a literal segment may carry `;` parameters (Spring with matrix variables
+ * keeps them, and strips only `;jsessionid`: `/missions;jsessionid=1/;x/metadata`); the last literal
+ * segment may carry the format suffix `.json` (`/missions.json`), which Rails' resource routes,
+ * Mojolicious' optional formats and Django REST framework's `format_suffix_patterns` route to the same
+ * action, which reads the same body and query (fix 167). Other suffixes (`/files.zip`) are other
+ * resources. Linear: the literals separate every optional part.
  */
 function compilePattern(path: string): RegExp {
   if (!path.startsWith('/')) throw new Error(`alias table: path "${path}" must start with "/"`);
-  const segments = path
-    .slice(1)
-    .split('/')
-    .map((segment) => {
-      if (segment === '') throw new Error(`alias table: path "${path}" has an empty segment`);
-      return PARAM.test(segment) ? '[^/]+' : escapeRegExp(segment);
-    });
-  const last = path.slice(path.lastIndexOf('/') + 1);
-  const format = PARAM.test(last) ? '' : '(?:\\.[^/]*)?';
-  return new RegExp(`^/${segments.join('/')}${format}/?$`, 'i');
+  const segments = path.slice(1).split('/');
+  const parts = segments.map((segment, index) => {
+    if (segment === '') throw new Error(`alias table: path "${path}" has an empty segment`);
+    if (PARAM.test(segment)) return '[^/]+';
+    const format = index === segments.length - 1 ? JSON_FORMAT : '';
+    return `${escapeRegExp(segment)}${format}${SEGMENT_PARAMETERS}`;
+  });
+  return new RegExp(`^/${parts.join('/')}/?$`, 'i');
 }
 
 /**
@@ -160,7 +167,8 @@ export function compileRoutes(table: readonly AliasRow[] = ALIAS_TABLE): RouteMa
         if (pattern.test(routed)) return route;
       }
       // A segment that is all parameter (`/missions/;x/metadata`) is gone to a servlet container, but
-      // the `:uuid` `;x` to Express and most routers (fix 170): matched as they read it too.
+      // the `:uuid` `;x` to Express and Spring (fix 170): matched as they read it too, the patterns
+      // taking a literal segment's parameters.
       if (!path.includes(';')) return undefined;
       const kept = routingPath(path, 'keep');
       for (const { pattern, route } of list) {

@@ -164,6 +164,9 @@ describe('the path a route is matched on (alias bypass through path parameters a
       ['POST', '/missions/;id;abc/metadata', '/missions/:uuid/metadata'],
       ['PUT', '/projects/;/metadata-types', '/projects/:uuid/metadata-types'],
       ['POST', '/projects/;x=1/metadata-types', '/projects/:uuid/metadata-types'],
+      // Spring with matrix variables strips only `;jsessionid` and keeps the rest (review of fix 170).
+      ['POST', '/missions;jsessionid=1/;x/metadata', '/missions/:uuid/metadata'],
+      ['POST', '/missions;v=1/abc;w=2/metadata;z=3', '/missions/:uuid/metadata'],
     ] as const) {
       expect(matcher.match(method, path)?.path, path).toBe(route);
     }
@@ -171,17 +174,21 @@ describe('the path a route is matched on (alias bypass through path parameters a
     expect(routingPath('/mi%73sions//;x', 'keep')).toBe('/missions/;x');
   });
 
-  it('matches a format suffix on the last literal segment, which Rails, Mojolicious, DRF and Spring route to the same action', () => {
+  it('matches the format suffix .json on the last literal segment, which Rails, Mojolicious and DRF route to the same action', () => {
     // Mojolicious' `post '/missions' => [format => ['json']]` took `/missions.json` with "tags" (fix 167).
     for (const path of [
       '/missions.json',
       '/missions.JSON',
-      '/missions.xml',
       '/missions.json/',
       '/mi%73sions.json',
+      '/missions.json;x=1',
     ]) {
       expect(matcher.match('POST', path)?.path, path).toBe('/missions');
     }
+    // Other suffixes name other resources (`/files.zip`): not the rewritten route (review of fix 167).
+    for (const path of ['/missions.xml', '/missions.', '/missions.json.bak', '/missions..json'])
+      expect(matcher.match('POST', path), path).toBeUndefined();
+    expect(matcher.match('GET', '/files.zip')).toBeUndefined();
     expect(matcher.match('POST', `/missions/${concrete(':uuid')}/metadata.json`)?.path).toBe(
       '/missions/:uuid/metadata',
     );
