@@ -273,7 +273,7 @@ const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?(?:-----END CERTIFIC
  * @throws Nothing: each block's parse error is caught and counted.
  * @example unparsableCertificates('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----') // → [1]
  */
-export function unparsableCertificates(text: string): number[] {
+function unparsableCertificates(text: string): number[] {
   const broken: number[] = [];
   let position = 0;
   for (const [block] of text.matchAll(PEM_CERTIFICATE)) {

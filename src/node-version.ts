@@ -6,7 +6,7 @@
  */
 
 /** The oldest Node major version the shim runs on (`package.json` `engines`). */
-export const MIN_NODE_MAJOR = 24;
+const MIN_NODE_MAJOR = 24;
 
 /**
  * Why a Node version cannot run the shim.

@@ -31,7 +31,7 @@ import { createFrontServer } from './proxy/server.ts';
 import { createUpstreamTransport } from './proxy/upstream-agent.ts';
 
 /** How long a readiness (and start-up) probe of the upstream may take, in ms. */
-export const READINESS_PROBE_TIMEOUT_MS = 1_000;
+const READINESS_PROBE_TIMEOUT_MS = 1_000;
 
 /** How a runtime is started besides its configuration. */
 export interface RuntimeOptions {
@@ -305,7 +305,7 @@ const LINGER_CHECK_MS = 500;
  * connections under a POST load, each a 502 to its client; docs/reliability.md fix 54). Short, since an
  * idle drain waits for it, and any client may still write a request as the close crosses it.
  */
-export const DRAIN_IDLE_GRACE_MS = 250;
+const DRAIN_IDLE_GRACE_MS = 250;
 
 /** Connection bookkeeping for the drain; see {@link trackConnections}. */
 interface TrackedConnections {

@@ -8,7 +8,7 @@
  */
 
 /** The signals that drain the shim: SIGHUP too (a closed terminal; Node resets it to its default). */
-export const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
 let handler: ((signal: NodeJS.Signals) => void) | undefined;
 const held: NodeJS.Signals[] = [];

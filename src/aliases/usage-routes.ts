@@ -58,7 +58,7 @@ function writeInSlices(res: ServerResponse, prefix: string, listing: UsageRankin
  * @returns The number of consumers to list, or `undefined` for the whole table.
  * @throws Nothing.
  */
-export function listingLimit(raw: string | null): number | undefined {
+function listingLimit(raw: string | null): number | undefined {
   return raw !== null && /^[0-9]{1,9}$/.test(raw) ? Number(raw) : undefined;
 }
 

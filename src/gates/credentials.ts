@@ -43,7 +43,7 @@ export function parseCookies(header: string | undefined): Readonly<Record<string
  * @returns The header's value, or `undefined` when absent, named by `Connection`, or not one string.
  * @throws Nothing.
  */
-export function forwardedCookie(headers: IncomingHttpHeaders): string | undefined {
+function forwardedCookie(headers: IncomingHttpHeaders): string | undefined {
   const cookie = forwardedValue(headers, 'cookie');
   return typeof cookie === 'string' ? cookie : undefined;
 }

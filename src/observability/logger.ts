@@ -7,7 +7,7 @@ import { type DestinationStream, type Logger, pino } from 'pino';
  * Paths redacted wherever they appear in a log object. The request log never serializes headers, so
  * these are a second line of defence for code that logs a request or response object by mistake.
  */
-export const REDACTED_PATHS: readonly string[] = Object.freeze([
+const REDACTED_PATHS: readonly string[] = Object.freeze([
   'req.headers.cookie',
   'req.headers.authorization',
   'req.headers["x-api-key"]',

@@ -9,7 +9,7 @@ import { OWN_PAUSE_MS } from './own-pause.ts';
 import { isEstablished, writeProgress } from './upstream-agent.ts';
 
 /** How many looks per `UPSTREAM_TIMEOUT_MS` a write watchdog takes: a stuck write is cut within 11/10 of it. */
-export const WRITE_WATCH_LOOKS = 10;
+const WRITE_WATCH_LOOKS = 10;
 
 /** What a write watchdog keeps between two looks ({@link lookAtWrites}); times are `performance.now()`, ms. */
 export interface WriteWatch {
