@@ -1,5 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import net from 'node:net';
+import { connectionOptions } from './hop-by-hop.ts';
+import { isHttp10OrOlder } from './raw-headers.ts';
 
 /**
  * Cuts the connection of a client that stopped taking its response, with a TCP reset rather than a
@@ -30,17 +32,22 @@ export function resetStalledClient(res: ServerResponse): void {
 
 /**
  * Aborts a response that has started and cannot complete (its upstream failed or fell silent
- * mid-body, or its handling failed), with a TCP reset as {@link resetStalledClient} does: a close (FIN)
- * is the end of a close-delimited body (RFC 9112 §6.3, §8: the framing of every response to an HTTP/1.0
- * client whose length is not known beforehand, a patched one among them), so the client read the cut
- * body as whole; and proxies in front that re-frame the body (Caddy 2.6, h2o 2.2) ended their own
- * chunked or HTTP/2 stream cleanly on it, where a reset reaches their client as an error. A response
- * already ended (all of it queued) is closed, not reset: a reset would discard its tail.
+ * mid-body, or its handling failed). For an HTTP/1.0 request that did not ask to keep its connection,
+ * with a TCP reset as {@link resetStalledClient} does: its body of unknown length goes close-delimited
+ * (a patched one among them), and a close (FIN) is the end of such a body (RFC 9112 §6.3, §8), so the
+ * client read the cut body as whole (fix 164). Otherwise with a close, as before: a chunked or
+ * length-framed body cut by a close is incomplete to the client, and a reset would discard what the
+ * kernel still holds of the connection's earlier responses, which a pipelining client has not read
+ * yet (an 8 MB response before the cut one lost ~3.5 MB: review of fix 164). A connection that served
+ * one HTTP/1.0 request has no earlier response. A response already ended is closed, never reset.
  *
  * @param res The client's response (headers sent, or about to be given up).
  * @throws Nothing: a socket that cannot be reset is destroyed instead.
  */
 export function abortResponse(res: ServerResponse): void {
-  if (res.writableEnded) res.destroy();
-  else resetStalledClient(res);
+  const req = res.req;
+  const alone =
+    isHttp10OrOlder(req.httpVersion) && !connectionOptions(req.headers.connection).includes('keep-alive');
+  if (alone && !res.writableEnded) resetStalledClient(res);
+  else res.destroy();
 }

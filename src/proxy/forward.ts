@@ -308,6 +308,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     { req, res, state }: Forwarding,
     upstreamRes: IncomingMessage,
     fail: (err: NodeJS.ErrnoException) => void,
+    abandon: (err: unknown) => void,
   ) => {
     const status = upstreamRes.statusCode ?? 502;
     state.shape ??= routeShape(state.exchange.path);
@@ -345,11 +346,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     // its head still gets the client a 502 or 504 (upstream-error.ts `clientStarted`). Called from the
     // pumps' listeners, outside the try of upstream-attempt.ts: a throw there ended the process.
     // Whatever writeHead refuses fails this exchange alone (as the synchronous paths do).
-    const abandon = (err: unknown) => {
-      logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
-      upstreamRes.destroy();
-      abortResponse(res);
-    };
     const headWriter = (options: ResponseHeadOptions) => () => {
       try {
         res.writeHead(status, message, responseHead(upstreamHead, extra, options));

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import type * as HttpsModule from 'node:https';
 import { createRequire } from 'node:module';
-import { isIP, type OnReadOpts, type Socket } from 'node:net';
+import { isIP, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type * as TlsModule from 'node:tls';
 import { type Deadline, startDeadline } from './own-pause.ts';
@@ -138,14 +138,17 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
 const refusedWrites = new WeakSet<Duplex>();
 
 /**
- * Whether an upstream connection whose request and response are done may go back to the pool: not
- * when the upstream refused a write on it (it closed or reset the connection; RFC 9112 §9.3 keeps only
- * a persistent connection), else as Node's agent decides (`Agent.keepSocketAlive`).
- * @param socket The connection.
- * @returns `false` when a write of it was refused.
+ * Makes a pool close, instead of reusing, a connection the upstream refused a write on (it closed or
+ * reset it; RFC 9112 §9.3 keeps only a persistent connection). Node's agent hands a connection whose
+ * exchange is done (its `free` event) to a request waiting in its queue, or keeps it idle
+ * (`keepSocketAlive`), unless it is no longer writable: a listener before the agent's own destroys such
+ * a connection first, which covers both (an override of `keepSocketAlive` alone missed the queue).
+ * @param agent The pool, as it is made.
  */
-function reusable(socket: Duplex): boolean {
-  return !refusedWrites.has(socket);
+function closeRefusedOnFree(agent: http.Agent): void {
+  agent.prependListener('free', (socket: Duplex) => {
+    if (refusedWrites.has(socket)) socket.destroy();
+  });
 }
 
 /** `net.Socket`'s internal write step, which every write of the HTTP client goes through. */
@@ -169,7 +172,7 @@ type WriteGeneric = (
  * the socket as before, and so does a refused write while the socket is paused (its response waits for
  * a client slow to take it): such a socket reads nothing, so the reset would reach the shim only once
  * the client read on, or never while the client kept uploading (fix 71). A connection with a refused
- * write is never pooled again ({@link reusable}): the upstream has closed or reset it, and an answer
+ * write is never pooled again ({@link closeRefusedOnFree}): the upstream has closed or reset it, and an answer
  * early enough to be relayed (hyper 0.14 answers so, without `Connection: close`) let its request
  * finish, and Node's agent pooled it for the next request, which failed with 502 (fix 169).
  * @param socket An upstream connection, before its first write.
@@ -407,6 +410,7 @@ export class SharedReadBufferAgent extends http.Agent {
   constructor(options?: http.AgentOptions, connectTimeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS) {
     super(options);
     this.#connectTimeoutMs = connectTimeoutMs;
+    closeRefusedOnFree(this);
   }
   /**
    * A new connection for the agent ({@link upstreamConnection}): Node's own, reading into the shared
@@ -418,17 +422,6 @@ export class SharedReadBufferAgent extends http.Agent {
    */
   override createConnection(options: http.ClientRequestArgs): Duplex {
     return upstreamConnection((o) => super.createConnection(o)!, options, this.#connectTimeoutMs);
-  }
-  /**
-   * Whether a connection goes back to the pool: Node's decision, unless the upstream refused a write
-   * on it ({@link reusable}).
-   * @param socket The connection whose exchange is done.
-   * @returns `true` to pool it, `false` to close it.
-   */
-  override keepSocketAlive(socket: Socket): boolean {
-    // Node's returns a boolean (false for a `Keep-Alive: timeout` hint that leaves no idle time);
-    // @types/node declares it `void`.
-    return reusable(socket) && (super.keepSocketAlive(socket) as unknown as boolean);
   }
 }
 
@@ -442,11 +435,10 @@ function sharedReadBufferHttpsAgent(
     override createConnection(connection: http.ClientRequestArgs): Duplex {
       return upstreamConnection((o) => super.createConnection(o)!, connection, connectTimeoutMs);
     }
-    override keepSocketAlive(socket: Socket): boolean {
-      return reusable(socket) && (super.keepSocketAlive(socket) as unknown as boolean);
-    }
   }
-  return new SharedReadBufferHttpsAgent(options);
+  const agent = new SharedReadBufferHttpsAgent(options);
+  closeRefusedOnFree(agent);
+  return agent;
 }
 
 /**

@@ -93,12 +93,15 @@ export interface UpstreamAttemptOptions {
   readonly logger: Logger;
   /**
    * The upstream's response head arrived (not a 101): relay it to the client. `fail` reports a later
-   * failure of the same attempt (the body cut short, a body that does not decode).
+   * failure of the same attempt (the body cut short, a body that does not decode); `abandon` a failure
+   * of the shim's own handling (a head `writeHead` refuses, a patch that throws): logged, the exchange
+   * cut, and the attempt latched, so that the upstream response it destroys is no upstream failure.
    */
   readonly relayResponse: (
     f: Forwarding,
     upstreamRes: IncomingMessage,
     fail: (err: NodeJS.ErrnoException) => void,
+    abandon: (err: unknown) => void,
   ) => void;
   /**
    * An attempt failed and is not replayed: count and log it, then answer 502/504 (`respond`), abort
@@ -427,13 +430,18 @@ export function createUpstreamAttempt(
         // A rewritten body too: `end(body)` queues all of it, and an upstream that answers early and
         // stops reading leaves it in the socket's queue (fix 106).
         if (body !== undefined) keepUploadGoing(req, upstreamReq, upstreamRes, upstreamTimeoutMs);
-        try {
-          relayResponse(f, upstreamRes, fail);
-        } catch (err) {
-          // A fault in one exchange's handling fails that exchange, never the process.
+        // A fault in one exchange's handling fails that exchange, never the process; latched first, so
+        // that the response it destroys is not counted as the upstream's failure (`fail` ignores it).
+        const abandon = (err: unknown) => {
+          failed = true;
           logger.error({ err, path: logPath(state.exchange.path) }, 'handling the upstream response failed');
           upstreamRes.destroy();
           abortResponse(res);
+        };
+        try {
+          relayResponse(f, upstreamRes, fail, abandon);
+        } catch (err) {
+          abandon(err);
         }
       });
 

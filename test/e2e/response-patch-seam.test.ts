@@ -32,6 +32,7 @@ import {
   sendRawUntilClose,
   statusesIn,
 } from '../helpers/http.ts';
+import { waitFor } from '../helpers/poll.ts';
 
 const CLIENT = { 'service-client-version': '0.59.0', 'x-api-key': 'k' };
 
@@ -794,6 +795,30 @@ describe("a response patch that throws (a plugin breaking ResponsePatch's contra
       expect(calls).toBe(2);
     },
   );
+
+  // The upstream's response, destroyed mid-body by the shim's abandon, was counted and logged as the
+  // upstream's reset (and, with nothing sent, answered as a 502 the client never got): review of fix 165.
+  it('is no upstream failure: no upstream error counted or logged while the upstream is still sending', async () => {
+    const up = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('[1,2,3');
+      const more = setInterval(() => res.write(',4'), 50);
+      setTimeout(() => {
+        clearInterval(more);
+        res.end(']');
+      }, 1_000);
+      res.on('close', () => clearInterval(more));
+    });
+    const shim = await startCore(up.url, {}, undefined, throwingPatch(false));
+    const outcome = await getOutcome(`${shim.url}/things`, CLIENT);
+    expect(outcome.complete).toBe(false);
+    await waitFor(() => shim.logs().some((l) => l.msg === 'request completed'), { what: 'the request line' });
+    const line = shim.logs().find((l) => l.msg === 'request completed');
+    expect(line?.upstreamError).toBeUndefined();
+    expect(line?.rejection).toBeUndefined();
+    expect(await metricValue(shim.metrics, 'shim_upstream_errors_total', 'kind="reset"')).toBe(0);
+    expect(shim.logs().some((l) => l.msg === 'handling the upstream response failed')).toBe(true);
+  });
 });
 
 describe('an unexpected error in the pipeline (a plugin that throws)', () => {
