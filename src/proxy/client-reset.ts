@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import net from 'node:net';
-import { connectionOptions } from './hop-by-hop.ts';
+import type { Duplex } from 'node:stream';
 import { isHttp10OrOlder } from './raw-headers.ts';
 
 /**
@@ -30,24 +30,37 @@ export function resetStalledClient(res: ServerResponse): void {
   res.destroy();
 }
 
+/** Client connections that have had a response closed (finished or cut): {@link noteAnswered}. */
+const answered = new WeakSet<Duplex>();
+
+/**
+ * Records that a response of `socket` has closed (server.ts, at every response's `close`): a response
+ * cut later on the same connection is not reset, since the kernel may still hold the unread tail of this
+ * one ({@link abortResponse}).
+ * @param socket The client connection.
+ * @throws Nothing.
+ */
+export function noteAnswered(socket: Duplex): void {
+  answered.add(socket);
+}
+
 /**
  * Aborts a response that has started and cannot complete (its upstream failed or fell silent
- * mid-body, or its handling failed). For an HTTP/1.0 request that did not ask to keep its connection,
- * with a TCP reset as {@link resetStalledClient} does: its body of unknown length goes close-delimited
- * (a patched one among them), and a close (FIN) is the end of such a body (RFC 9112 §6.3, §8), so the
- * client read the cut body as whole (fix 164). Otherwise with a close, as before: a chunked or
- * length-framed body cut by a close is incomplete to the client, and a reset would discard what the
- * kernel still holds of the connection's earlier responses, which a pipelining client has not read
- * yet (an 8 MB response before the cut one lost ~3.5 MB: review of fix 164). A connection that served
- * one HTTP/1.0 request has no earlier response. A response already ended is closed, never reset.
+ * mid-body, or its handling failed). With a TCP reset, as {@link resetStalledClient} does, when its
+ * body is close-delimited (an HTTP/1.0 request, and a connection that ends with this response: Node's
+ * `shouldKeepAlive` false) and it is the connection's first response: a close (FIN) is the end of such a
+ * body (RFC 9112 §6.3, §8), so the client read the cut body as whole (fix 164). Otherwise with a
+ * close, as before: a chunked or length-framed body cut by a close is incomplete to the client, and a
+ * reset would discard what the kernel still holds of the connection's earlier responses, which a
+ * pipelining client has not read yet (an 8 MB response before the cut one lost ~3.5 MB, and a 2 MB one
+ * ~1.8 MB when the cut request was HTTP/1.0 behind an HTTP/1.1 one: reviews of fix 164). A response
+ * already ended is closed, never reset.
  *
  * @param res The client's response (headers sent, or about to be given up).
  * @throws Nothing: a socket that cannot be reset is destroyed instead.
  */
 export function abortResponse(res: ServerResponse): void {
-  const req = res.req;
-  const alone =
-    isHttp10OrOlder(req.httpVersion) && !connectionOptions(req.headers.connection).includes('keep-alive');
-  if (alone && !res.writableEnded) resetStalledClient(res);
+  const closeDelimited = isHttp10OrOlder(res.req.httpVersion) && !res.shouldKeepAlive;
+  if (closeDelimited && !res.writableEnded && !answered.has(res.req.socket)) resetStalledClient(res);
   else res.destroy();
 }

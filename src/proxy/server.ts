@@ -12,7 +12,7 @@ import {
   UPGRADE_REFUSED_MESSAGE,
 } from '../core/errors.ts';
 import { markAnsweredByServer } from '../core/exchange.ts';
-import { connectionOptions } from './hop-by-hop.ts';
+import { noteAnswered } from './client-reset.ts';
 import { afterPendingIo } from './own-pause.ts';
 import { isHttp10OrOlder } from './raw-headers.ts';
 
@@ -100,12 +100,15 @@ type ParserErrorTurn =
   | 'answered';
 
 /**
- * Whether a request asks to close the connection after its response (RFC 9112 §9.3, §9.6): a `close`
- * connection option, or HTTP/1.0 (or 0.9) without `keep-alive`.
+ * Whether the connection closes after this response (RFC 9112 §9.3, §9.6): a `close` connection option,
+ * or HTTP/1.0 (or 0.9) without `keep-alive` — as Node's parser reads it, which takes
+ * `Proxy-Connection: keep-alive` for one (`res.shouldKeepAlive`, set as the response is created). Read
+ * from `Connection` alone, an HTTP/1.0 request with `Proxy-Connection: keep-alive` was kept alive by
+ * Node and taken for closing here: the client's next request was never answered, nor its connection
+ * closed (review of fix 164).
  */
-function asksToClose(req: IncomingMessage): boolean {
-  const options = connectionOptions(req.headers.connection);
-  return options.includes('close') || (isHttp10OrOlder(req.httpVersion) && !options.includes('keep-alive'));
+function asksToClose(res: ServerResponse): boolean {
+  return !res.shouldKeepAlive;
 }
 
 /**
@@ -170,6 +173,7 @@ function pipelineInOrder(handler: RequestListener): {
   // One function for every response's `close`, no closure per request.
   function onClose(this: ServerResponse) {
     const socket = this.req.socket;
+    noteAnswered(socket);
     const pipeline = pipelines.get(socket);
     if (pipeline === undefined || pipeline.unanswered[0] !== this) return;
     pipeline.unanswered.shift();
@@ -240,7 +244,7 @@ function pipelineInOrder(handler: RequestListener): {
         socket.destroy();
         return;
       }
-      if (asksToClose(req)) pipeline.closing = true;
+      if (asksToClose(res)) pipeline.closing = true;
       pipeline.unanswered.push(res);
       res.on('close', onClose);
       if (pipeline.unanswered.length === 1) handler(req, res);

@@ -7,6 +7,7 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { releaseChunk } from './body-pump.ts';
 import type { Reservation } from './buffer-budget.ts';
+import { retireConnection } from './upstream-agent.ts';
 import type { Forwarding } from './upstream-attempt.ts';
 import { SHIM_TIMEOUT_CODE, upstreamError } from './upstream-error.ts';
 import { watchStuckWrites } from './write-watch.ts';
@@ -55,6 +56,8 @@ export function keepUploadGoing(
     if (!req.complete) upstreamReq.destroy();
   };
   let stopWatch: (() => void) | undefined;
+  // Answered before the body was all sent: the connection is not reused (fix 169, second review).
+  retireConnection(socket);
   const bound = () => {
     if (upstreamReq.writableFinished || upstreamReq.destroyed) return;
     // The socket may have drained between the response's completion and its end.

@@ -134,20 +134,34 @@ function withSharedReadBuffer(create: (options: object) => Duplex, options: http
   return socket;
 }
 
-/** Upstream connections a write of which the upstream refused ({@link readsOnAfterRefusedWrite}). */
-const refusedWrites = new WeakSet<Duplex>();
+/** Upstream connections never to be reused ({@link retireConnection}). */
+const retired = new WeakSet<Duplex>();
 
 /**
- * Makes a pool close, instead of reusing, a connection the upstream refused a write on (it closed or
- * reset it; RFC 9112 §9.3 keeps only a persistent connection). Node's agent hands a connection whose
- * exchange is done (its `free` event) to a request waiting in its queue, or keeps it idle
- * (`keepSocketAlive`), unless it is no longer writable: a listener before the agent's own destroys such
- * a connection first, which covers both (an override of `keepSocketAlive` alone missed the queue).
+ * Marks an upstream connection as not to be reused once its exchange is done: the upstream refused a
+ * write on it ({@link readsOnAfterRefusedWrite}: it closed or reset it), or answered before the request
+ * body was all sent (upload.ts `keepUploadGoing`: an upstream that answers early often closes or resets
+ * once it stops reading — hyper 0.14 without saying `Connection: close` — and nginx keeps no such
+ * connection either). RFC 9112 §9.3 keeps only a persistent connection. The pool closes it on its
+ * `free` event ({@link closeRetiredOnFree}).
+ * @param socket The connection.
+ * @throws Nothing.
+ */
+export function retireConnection(socket: Duplex): void {
+  retired.add(socket);
+}
+
+/**
+ * Makes a pool close, instead of reusing, a retired connection ({@link retireConnection}). Node's agent
+ * hands a connection whose exchange is done (its `free` event) to a request waiting in its queue, or
+ * keeps it idle (`keepSocketAlive`), unless it is no longer writable: a listener before the agent's own
+ * destroys a retired connection first, which covers both (an override of `keepSocketAlive` alone missed
+ * the queue); the agent then opens a new connection for a waiting request.
  * @param agent The pool, as it is made.
  */
-function closeRefusedOnFree(agent: http.Agent): void {
+function closeRetiredOnFree(agent: http.Agent): void {
   agent.prependListener('free', (socket: Duplex) => {
-    if (refusedWrites.has(socket)) socket.destroy();
+    if (retired.has(socket)) socket.destroy();
   });
 }
 
@@ -172,7 +186,7 @@ type WriteGeneric = (
  * the socket as before, and so does a refused write while the socket is paused (its response waits for
  * a client slow to take it): such a socket reads nothing, so the reset would reach the shim only once
  * the client read on, or never while the client kept uploading (fix 71). A connection with a refused
- * write is never pooled again ({@link closeRefusedOnFree}): the upstream has closed or reset it, and an answer
+ * write is never pooled again ({@link retireConnection}): the upstream has closed or reset it, and an answer
  * early enough to be relayed (hyper 0.14 answers so, without `Connection: close`) let its request
  * finish, and Node's agent pooled it for the next request, which failed with 502 (fix 169).
  * @param socket An upstream connection, before its first write.
@@ -186,7 +200,7 @@ function readsOnAfterRefusedWrite(socket: Duplex): void {
       const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
       // Dropped only while the socket reads on, which brings the reset (fix 71).
       const refused = (code === 'EPIPE' || code === 'ECONNRESET') && !this.isPaused();
-      if (refused) refusedWrites.add(this);
+      if (refused) retired.add(this);
       cb(refused ? null : err);
     });
   };
@@ -410,7 +424,7 @@ export class SharedReadBufferAgent extends http.Agent {
   constructor(options?: http.AgentOptions, connectTimeoutMs = UPSTREAM_CONNECT_TIMEOUT_MS) {
     super(options);
     this.#connectTimeoutMs = connectTimeoutMs;
-    closeRefusedOnFree(this);
+    closeRetiredOnFree(this);
   }
   /**
    * A new connection for the agent ({@link upstreamConnection}): Node's own, reading into the shared
@@ -437,7 +451,7 @@ function sharedReadBufferHttpsAgent(
     }
   }
   const agent = new SharedReadBufferHttpsAgent(options);
-  closeRefusedOnFree(agent);
+  closeRetiredOnFree(agent);
   return agent;
 }
 

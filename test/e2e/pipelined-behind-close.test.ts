@@ -25,6 +25,10 @@ beforeAll(async () => {
   // A body of unknown length (chunked): to an HTTP/1.0 client it is delimited by the close.
   raw = await startRawUpstream((socket, received) => {
     if (!received.endsWith('\r\n\r\n')) return;
+    if (received.slice(received.lastIndexOf('GET ')).startsWith('GET /fixed ')) {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nfixed!');
+      return;
+    }
     socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
     socket.write('5\r\nhello\r\n0\r\n\r\n');
   });
@@ -103,5 +107,22 @@ describe('an HTTP/1.0 keep-alive client pipelining behind a close-delimited resp
     expect(failed).toBeUndefined();
     // The GET alone reached the upstream; the POST, never handled, sent nothing.
     expect(raw.received.join('').match(/ \/stream /g)?.length ?? 0).toBe(before + 1);
+  });
+});
+
+// Node's parser takes an HTTP/1.0 request's `Proxy-Connection: keep-alive` for `Connection: keep-alive`
+// and keeps the connection; the shim read `Connection` alone, took the connection for closing, and
+// never answered the client's next request, nor closed the connection (review of fix 164).
+describe('an HTTP/1.0 client asking for keep-alive with Proxy-Connection', () => {
+  it('gets an answer to each request on the connection', async () => {
+    const client = openRaw(stack.url);
+    const request = (path: string) =>
+      `GET ${path} HTTP/1.0\r\nProxy-Connection: keep-alive\r\nService-Client-Version: 1.0.0\r\nX-Api-Key: k\r\n\r\n`;
+    // A body of known length keeps the connection: `/fixed` answers with a Content-Length.
+    client.socket.write(request('/fixed'));
+    await waitFor(() => client.text().includes('fixed!'), { what: 'the first answer' });
+    client.socket.write(request('/fixed'));
+    await waitFor(() => client.text().split('fixed!').length === 3, { what: 'the second answer' });
+    client.socket.destroy();
   });
 });

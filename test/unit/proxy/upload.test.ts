@@ -3,11 +3,13 @@
  * upstream request: no socket.
  */
 import { EventEmitter } from 'node:events';
-import type { ClientRequest } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
-import { releaseWhenSent, sendBodyStart } from '../../../src/proxy/upload.ts';
+import { keepUploadGoing, releaseWhenSent, sendBodyStart } from '../../../src/proxy/upload.ts';
+import { SharedReadBufferAgent } from '../../../src/proxy/upstream-agent.ts';
 import type { Forwarding } from '../../../src/proxy/upstream-attempt.ts';
+import { freedConnection } from '../../helpers/freed-connection.ts';
 
 /** An upstream request stand-in: `write` answers `accepts` and keeps its callbacks to run by hand. */
 class FakeUpstreamRequest extends EventEmitter {
@@ -99,5 +101,32 @@ describe('releaseWhenSent', () => {
     // … the upstream request's end does.
     upstreamReq.emit(event);
     expect(budget.used).toBe(0);
+  });
+});
+
+describe('keepUploadGoing', () => {
+  // hyper 0.14 answers an upload it will not read without `Connection: close`, then resets: the next
+  // request given that connection got 502 (fix 169). Answered before its body was all sent, the
+  // connection is retired: its pool closes it when freed.
+  it('retires the connection when the answer comes before the body was all sent', () => {
+    const finished = false;
+    const socket = freedConnection();
+    const upstreamReq = Object.assign(new EventEmitter(), {
+      socket,
+      writableFinished: finished,
+      destroyed: false,
+    }) as unknown as ClientRequest;
+    const req = Object.assign(new EventEmitter(), { socket: new EventEmitter(), complete: false });
+    keepUploadGoing(
+      req as unknown as IncomingMessage,
+      upstreamReq,
+      new EventEmitter() as IncomingMessage,
+      1000,
+    );
+    const agent = new SharedReadBufferAgent({ keepAlive: true });
+    agent.emit('free', socket, { host: 'backend', port: 80 });
+    expect(socket.destroyed).toBe(true);
+    socket.destroy();
+    agent.destroy();
   });
 });

@@ -12,10 +12,12 @@ import {
   isEstablished,
   isQueuedRequest,
   onNewConnection,
+  retireConnection,
   SharedReadBufferAgent,
   tlsServerName,
   writeProgress,
 } from '../../../src/proxy/upstream-agent.ts';
+import { freedConnection } from '../../helpers/freed-connection.ts';
 
 describe('tlsServerName', () => {
   it.each([
@@ -174,6 +176,39 @@ describe('isQueuedRequest', () => {
     expect(isQueuedRequest(agent, second)).toBe(true);
     first.destroy();
     second.destroy();
+    agent.destroy();
+  });
+});
+
+describe('retired connections (fix 169)', () => {
+  // Node's agent hands a freed connection to a request waiting in its queue without asking
+  // keepSocketAlive: the pool's own `free` listener, first, closes a retired one in either case.
+  it('a connection freed after a keep-alive exchange is pooled; a retired one is closed instead', () => {
+    const options = { host: 'backend', port: 80 };
+    for (const retire of [false, true]) {
+      const agent = new SharedReadBufferAgent({ keepAlive: true });
+      const name = agent.getName(options);
+      const socket = freedConnection();
+      if (retire) retireConnection(socket);
+      agent.emit('free', socket, options);
+      expect(socket.destroyed, `retired: ${retire}`).toBe(retire);
+      expect(agent.freeSockets[name]?.length ?? 0, `retired: ${retire}`).toBe(retire ? 0 : 1);
+      agent.destroy();
+    }
+  });
+
+  it('a retired connection is not handed to a request waiting in the queue', () => {
+    const agent = new SharedReadBufferAgent({ keepAlive: true });
+    const options = { host: 'backend', port: 80 };
+    const name = agent.getName(options);
+    const waiting = { destroyed: false } as unknown as http.ClientRequest;
+    (agent.requests as unknown as Record<string, unknown[]>)[name] = [waiting];
+    const socket = freedConnection();
+    retireConnection(socket);
+    agent.emit('free', socket, options);
+    expect(socket.destroyed).toBe(true);
+    // Still waiting, for a connection of its own (the agent makes one when the closed one is removed).
+    expect((agent.requests as unknown as Record<string, unknown[]>)[name]).toEqual([waiting]);
     agent.destroy();
   });
 });
