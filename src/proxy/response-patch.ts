@@ -170,14 +170,27 @@ export function combinedOutcome(outcomes: readonly PatchOutcome[]): PatchOutcome
 }
 
 /**
- * Runs one body chunk through the patch. A chunk the patch did not return as it is has been copied, so
- * its memory is released now (body-pump.ts `releaseChunk`).
- * @returns What the patch returned for the chunk: write it with {@link whenWritten}'s callback.
+ * Runs one body chunk through the patch (or, `chunk` undefined, ends it). A chunk the patch did not
+ * return as it is has been copied, so its memory is released now (body-pump.ts `releaseChunk`). A patch
+ * that throws breaks its contract (core/types.ts `ResponsePatch`): the error goes to `failed`, not out
+ * of the stream listener that called this, which would end the process (fix 165).
+ * @returns What the patch returned: write it with {@link whenWritten}'s callback; `undefined` when it
+ *   threw.
  */
-function patchChunk(patch: ResponsePatch, chunk: Buffer): Buffer {
-  const bytes = patch.write(chunk);
-  if (bytes !== chunk) releaseChunk(chunk);
-  return bytes;
+function patchChunk(
+  patch: ResponsePatch,
+  chunk: Buffer | undefined,
+  failed: (err: unknown) => void,
+): Buffer | undefined {
+  try {
+    if (chunk === undefined) return patch.end();
+    const bytes = patch.write(chunk);
+    if (bytes !== chunk) releaseChunk(chunk);
+    return bytes;
+  } catch (err) {
+    failed(err);
+    return undefined;
+  }
 }
 
 /**
@@ -301,15 +314,10 @@ export function pumpPatch(
   };
   source.on('data', (chunk) => {
     if (broken) return;
-    let bytes: Buffer;
-    try {
-      bytes = patchChunk(patch, chunk);
-    } catch (err) {
-      patchFailed(err);
-      return;
-    }
-    // The client's response was cut, or already answered (the shim's 502 for an upstream failure).
-    if (bytes.length === 0 || target.destroyed || target.writableEnded) return;
+    const bytes = patchChunk(patch, chunk, patchFailed);
+    // The patch threw; the client's response was cut, or already answered (the shim's 502 for an
+    // upstream failure).
+    if (bytes === undefined || bytes.length === 0 || target.destroyed || target.writableEnded) return;
     // The first bytes out: the chunk itself from a patch that has skipped means nothing was held or
     // changed before it, and the rest passes verbatim.
     if (!target.headersSent) writeHead(bytes === chunk && skippedForNow(patch.outcome));
@@ -317,13 +325,8 @@ export function pumpPatch(
   });
   source.once('end', () => {
     if (broken) return;
-    let bytes: Buffer;
-    try {
-      bytes = patch.end();
-    } catch (err) {
-      patchFailed(err);
-      return;
-    }
+    const bytes = patchChunk(patch, undefined, patchFailed);
+    if (bytes === undefined) return;
     onEnd(patch.outcome);
     if (target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead(false);
@@ -443,13 +446,8 @@ export function pumpCodedPatch(
   };
   decoder.on('data', (decoded: Buffer) => {
     if (abandoned) return;
-    let bytes: Buffer;
-    try {
-      bytes = patchChunk(patch, decoded);
-    } catch (err) {
-      patchFailed(err);
-      return;
-    }
+    const bytes = patchChunk(patch, decoded, patchFailed);
+    if (bytes === undefined) return;
     if (bytes.length > 0) unflushed = true;
     // Decoded after its input was consumed: the decoder was paused and goes on now.
     if (decoding === 0) checkFlush();
@@ -458,13 +456,8 @@ export function pumpCodedPatch(
   });
   decoder.once('end', () => {
     if (abandoned) return;
-    let bytes: Buffer;
-    try {
-      bytes = patch.end();
-    } catch (err) {
-      patchFailed(err);
-      return;
-    }
+    const bytes = patchChunk(patch, undefined, patchFailed);
+    if (bytes === undefined) return;
     onEnd(patch.outcome);
     if (bytes.length > 0) encoder.write(bytes);
     encoder.end();
