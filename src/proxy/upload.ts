@@ -31,7 +31,9 @@ import { watchStuckWrites } from './write-watch.ts';
  * whole with `end(body)`, is bounded the same way: an upstream that answered early and stopped reading
  * (or vanished) left up to `MAX_REWRITE_BODY` in the socket's queue (counted in the buffer budget
  * until it leaves: {@link releaseWhenSent}), and the upstream connection held, with no timer
- * (docs/reliability.md fix 106).
+ * (docs/reliability.md fix 106). The upstream connection is retired (upstream-agent.ts
+ * `retireConnection`): an upstream that answers before it has the whole body may close or reset the
+ * connection once it stops reading, without saying so (fix 169).
  * @param req The client's request, its body streamed or rewritten upstream.
  * @param upstreamReq The upstream request, its response head just received.
  * @param upstreamRes That response.
@@ -56,7 +58,7 @@ export function keepUploadGoing(
     if (!req.complete) upstreamReq.destroy();
   };
   let stopWatch: (() => void) | undefined;
-  // Answered before the body was all sent: the connection is not reused (fix 169, second review).
+  // Answered before the body was all sent: the connection is not reused (fix 169).
   retireConnection(socket);
   const bound = () => {
     if (upstreamReq.writableFinished || upstreamReq.destroyed) return;

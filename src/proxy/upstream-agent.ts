@@ -186,9 +186,9 @@ type WriteGeneric = (
  * the socket as before, and so does a refused write while the socket is paused (its response waits for
  * a client slow to take it): such a socket reads nothing, so the reset would reach the shim only once
  * the client read on, or never while the client kept uploading (fix 71). A connection with a refused
- * write is never pooled again ({@link retireConnection}): the upstream has closed or reset it, and an answer
- * early enough to be relayed (hyper 0.14 answers so, without `Connection: close`) let its request
- * finish, and Node's agent pooled it for the next request, which failed with 502 (fix 169).
+ * write is never pooled again ({@link retireConnection}): the upstream has closed or reset it, and an
+ * answer early enough to be relayed (hyper 0.14 answers so, without `Connection: close`) let its
+ * request finish, and Node's agent pooled it for the next request, which failed with 502 (fix 169).
  * @param socket An upstream connection, before its first write.
  */
 function readsOnAfterRefusedWrite(socket: Duplex): void {
@@ -200,7 +200,7 @@ function readsOnAfterRefusedWrite(socket: Duplex): void {
       const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
       // Dropped only while the socket reads on, which brings the reset (fix 71).
       const refused = (code === 'EPIPE' || code === 'ECONNRESET') && !this.isPaused();
-      if (refused) retired.add(this);
+      if (refused) retireConnection(this);
       cb(refused ? null : err);
     });
   };

@@ -17,6 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
+import { rejected } from '../helpers/refused-upload.ts';
 import { CURRENT, LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 
 let upstream: http.Server;
@@ -44,10 +45,7 @@ afterAll(async () => {
   await new Promise((resolve) => upstream.close(resolve));
 });
 
-const hygieneRejections = async () => {
-  const text = await (await fetch(`${stack.adminUrl}/metrics`)).text();
-  return Number(/shim_rejections_total\{reason="hygiene"\} (\d+)/.exec(text)?.[1] ?? 0);
-};
+const hygieneRejections = () => rejected(stack, 'hygiene');
 
 const BODY = '{"name":"m","tags":["a"]}';
 

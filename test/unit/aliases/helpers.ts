@@ -4,6 +4,7 @@
  * and reference models written with JSON.parse.
  */
 import fc from 'fast-check';
+import { vi } from 'vitest';
 import type { AliasRename } from '../../../src/aliases/table.ts';
 
 /** A number written exactly as given (e.g. `12345678901234567890`, `1.50`). */
@@ -187,3 +188,20 @@ export function cutInserted(
 /** Key order and values of a parsed object, for comparisons that care about order. */
 export const entriesOf = (text: string | Buffer): Array<[string, unknown]> =>
   Object.entries(JSON.parse(text.toString()) as object);
+
+/**
+ * Makes the next WebAssembly `memory.grow` throw `refused`, as an instance whose memory cannot grow
+ * does (`RangeError: WebAssembly.Memory.grow(): Maximum memory size exceeded`); later calls grow as
+ * usual. Restore the returned spy (`mockRestore`) when done.
+ * @param refused What the call throws.
+ * @returns The spy on `WebAssembly.Memory.prototype.grow`.
+ */
+export function refuseNextMemoryGrow(refused: Error) {
+  // TypeScript declares the WebAssembly API only in its DOM library.
+  const { Memory } = (
+    globalThis as unknown as { WebAssembly: { Memory: { prototype: { grow(pages: number): number } } } }
+  ).WebAssembly;
+  return vi.spyOn(Memory.prototype, 'grow').mockImplementationOnce(() => {
+    throw refused;
+  });
+}

@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   injectScanFailure,
   JsonStreamScanner,
@@ -17,6 +17,7 @@ import {
   skipWhitespace,
   skipWhitespaceBack,
 } from '../../../src/aliases/json-scan.ts';
+import { refuseNextMemoryGrow } from './helpers.ts';
 
 /** Records every handler call as a readable line. */
 function record(text: string | Buffer, names: string[], maxDepth = Number.POSITIVE_INFINITY) {
@@ -787,14 +788,23 @@ describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JS
     expect(record('{"tags":1}', ['tags']).events).toEqual(['key 1 tags 1-7', 'value 1 9', 'end 1 9']);
   });
 
-  it('leaves a waiting scanner deeper than a fresh instance’s memory its state (it threw a RangeError)', () => {
-    // 60,000 open levels: more than the ~35,000 a fresh instance holds before its memory grows.
+  /**
+   * A scanner waiting with 60,000 open levels — more than the ~35,000 a fresh instance holds before its
+   * memory grows — after a trap in another scanner gave the instance up: its next turn restores it into
+   * a fresh instance, whose memory must grow first.
+   */
+  const deepScannerAfterTrap = () => {
     const levels = 60_000;
     const deep = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
     expect(deep.write(Buffer.from('['.repeat(levels)), none)).toBe(SCAN_OK);
     injectScanFailure(new Error('unreachable'));
     const other = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
     expect(other.write(Buffer.from('[1]'), none)).toBe(SCAN_FAILED);
+    return { deep, levels };
+  };
+
+  it('leaves a waiting scanner deeper than a fresh instance’s memory its state (it threw a RangeError)', () => {
+    const { deep, levels } = deepScannerAfterTrap();
     // The next turn restores the deep scanner into the fresh instance.
     expect(deep.write(Buffer.from(`${']'.repeat(levels - 1)}}`), none)).toBe(SCAN_INVALID);
     expect(deep.error).toEqual({ offset: 2 * levels - 1, message: "expected ',' or ']' but found '}'" });
@@ -804,20 +814,9 @@ describe('a failure of the scanner itself (a WebAssembly trap) is not invalid JS
     'is SCAN_FAILED, not a throw, when the memory for a waiting deep scanner cannot grow (%s)',
     (call) => {
       // A throw here left the response patch's write, and ended the process from a 'data' listener.
-      const levels = 60_000;
-      const deep = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
-      expect(deep.write(Buffer.from('['.repeat(levels)), none)).toBe(SCAN_OK);
-      injectScanFailure(new Error('unreachable'));
-      const other = new JsonStreamScanner(new KeyNames(['tags']), MAX_SCAN_NESTING);
-      expect(other.write(Buffer.from('[1]'), none)).toBe(SCAN_FAILED);
+      const { deep, levels } = deepScannerAfterTrap();
       const refused = new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded');
-      // TypeScript declares the WebAssembly API only in its DOM library.
-      const { Memory } = (
-        globalThis as unknown as { WebAssembly: { Memory: { prototype: { grow(pages: number): number } } } }
-      ).WebAssembly;
-      const grow = vi.spyOn(Memory.prototype, 'grow').mockImplementationOnce(() => {
-        throw refused;
-      });
+      const grow = refuseNextMemoryGrow(refused);
       try {
         expect(call === 'write' ? deep.write(Buffer.from(']'), none) : deep.end()).toBe(SCAN_FAILED);
         expect(grow).toHaveBeenCalledTimes(1);

@@ -1,9 +1,16 @@
 import fc from 'fast-check';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import { createJsonPatch, GROWTH_SLACK, patchJson } from '../../../src/aliases/patch-json.ts';
 import { ALIAS_TABLE, responsePairs } from '../../../src/aliases/table.ts';
-import { addAliases, cutInserted, random, serialize, treeArbitrary } from './helpers.ts';
+import {
+  addAliases,
+  cutInserted,
+  random,
+  refuseNextMemoryGrow,
+  serialize,
+  treeArbitrary,
+} from './helpers.ts';
 
 const pairs = responsePairs();
 /** The whole-buffer result in the shape these tables compare: the outcome, with body and pieces when patched. */
@@ -366,12 +373,7 @@ describe('patchJson — a failure of the JSON scanner', () => {
     const other = createJsonPatch(responsePairs(), { maxValueBytes: 1024 });
     other.write(Buffer.from('[1]'));
     const refused = new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded');
-    const { Memory } = (
-      globalThis as unknown as { WebAssembly: { Memory: { prototype: { grow(pages: number): number } } } }
-    ).WebAssembly;
-    const grow = vi.spyOn(Memory.prototype, 'grow').mockImplementationOnce(() => {
-      throw refused;
-    });
+    const grow = refuseNextMemoryGrow(refused);
     try {
       expect(deep.end().length).toBe(0);
     } finally {
