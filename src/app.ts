@@ -8,6 +8,7 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import type { Logger } from 'pino';
 import { aliasPlugin } from './aliases/index.ts';
 import type { Config, PluginDefinition } from './config.ts';
+import { createBufferBudget } from './core/buffer-budget.ts';
 import {
   REJECTION_RETRY_AFTER,
   type RejectionReason,
@@ -21,6 +22,7 @@ import {
   isAnsweredByServer,
   stateOf,
 } from './core/exchange.ts';
+import { headerValue } from './core/raw-headers.ts';
 import type { AdminRoute, PluginContext, ProxyPlugin } from './core/types.ts';
 import { clientVersionGate, outdatedClientWarning } from './gates/client-version.ts';
 import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
@@ -35,9 +37,7 @@ import {
   routeShape,
 } from './observability/metrics.ts';
 import { createRequestLog, logPath } from './observability/request-log.ts';
-import { createBufferBudget } from './proxy/buffer-budget.ts';
 import { createForwarder, type Forwarder } from './proxy/forward.ts';
-import { headerValue } from './proxy/raw-headers.ts';
 import { ClientAbortedError, hasLargeUnreadBody } from './proxy/request-body.ts';
 import { ownCorsHeaders, sendError } from './proxy/respond.ts';
 import { ServiceVersion } from './proxy/service-version.ts';

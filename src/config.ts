@@ -16,8 +16,8 @@ import { isIP } from 'node:net';
 import { closest, distance } from 'fastest-levenshtein';
 import { parse as parseSemver, type SemVer } from 'semver';
 import * as z from 'zod';
+import { requestBodyShare } from './core/buffer-budget.ts';
 import type { PluginContext, ProxyPlugin } from './core/types.ts';
-import { requestBodyShare } from './proxy/buffer-budget.ts';
 import { HEAD_HOLD_MS } from './proxy/head-hold.ts';
 import { type ForwardedHeaders, NOT_FORWARDED_AS_SENT } from './proxy/outgoing-request.ts';
 import {

@@ -24,11 +24,12 @@ import type { DestinationStream, Logger } from 'pino';
 import { createShim, type Shim, upstreamTransportOptions } from './app.ts';
 import { type Config, ConfigError, UPSTREAM_URL_REQUIRED } from './config.ts';
 import type { DemoBackend } from './demo.ts';
-import { createAdminServer, probeUpstream } from './observability/admin.ts';
+import { createAdminServer } from './observability/admin.ts';
 import { createLogger } from './observability/logger.ts';
 import { type CoreMetrics, createMetrics } from './observability/metrics.ts';
 import { createFrontServer } from './proxy/server.ts';
 import { createUpstreamTransport } from './proxy/upstream-agent.ts';
+import { probeUpstream } from './proxy/upstream-probe.ts';
 
 /** How long a readiness (and start-up) probe of the upstream may take, in ms. */
 const READINESS_PROBE_TIMEOUT_MS = 1_000;

@@ -6,7 +6,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { apiKeyOf } from '../gates/credentials.ts';
+import { apiKeyOf } from '../core/api-key.ts';
 
 /** Longest consumer id or User-Agent token kept, in characters. */
 export const MAX_CONSUMER_CHARS = 64;
@@ -79,7 +79,7 @@ export function keyFingerprint(fingerprintKey: string, apiKey: string): string {
 /**
  * The consumer id of a request.
  * 1. `CONSUMER_HEADER` set and present with a usable value → that value, {@link sanitizeId sanitised};
- * 2. an API key present by the credential gate's own rule (`apiKeyOf` in gates/credentials.ts: not
+ * 2. an API key present by the credential gate's own rule (`apiKeyOf` in core/api-key.ts: not
  *    only whitespace, a no-break space included) → {@link keyFingerprint} of the trimmed key with
  *    `CONSUMER_FINGERPRINT_KEY`, or {@link UNKEYED_CONSUMER} without one (the key itself is never used
  *    as an id);

@@ -4,9 +4,8 @@
  * RFC 8259).
  */
 
+import { ownsMemory, tryReserveReusable } from '../core/buffer-budget.ts';
 import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../core/types.ts';
-import { ownsMemory } from '../proxy/body-pump.ts';
-import { tryReserveReusable } from '../proxy/buffer-budget.ts';
 import {
   JsonStreamScanner,
   type KeyNames,

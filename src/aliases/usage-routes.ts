@@ -4,8 +4,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { JSON_CONTENT_TYPE } from '../core/errors.ts';
+import { sendJson } from '../core/json-response.ts';
 import type { AdminRoute } from '../core/types.ts';
-import { sendJson } from '../proxy/respond.ts';
 import type { UsageRanking, UsageTable } from './usage-table.ts';
 
 /** Consumers described and serialised per turn of the event loop (~3 ms of work each). */

@@ -6,12 +6,12 @@
  * usually has no `Content-Type`, so its body's kind cannot tell which 200 the client holds: the
  * client's `If-None-Match` can, since the client sends the tag it was given.
  */
-import { entityTags, patchedEtag } from '../proxy/validators.ts';
+import { entityTags, patchedEtag } from '../core/validators.ts';
 
 /**
  * Whether a 304 answers a client that holds the response unpatched: the 304's entity tag is strong
  * (`"x"`) and the client's `If-None-Match` names it in that strong form and not as `W/"x+patched"` (the
- * form of the patched 200, src/proxy/validators.ts; or its strong spelling `"x+patched"`) or `W/"x"`. Then the 304 keeps the strong tag, as the
+ * form of the patched 200, src/core/validators.ts; or its strong spelling `"x+patched"`) or `W/"x"`. Then the 304 keeps the strong tag, as the
  * 200 the client holds carried it. A patching `GET` or `HEAD` (the only methods a 304 answers) forwards
  * only the patched tags (`upstreamIfNoneMatch`), and no `If-Modified-Since` beside `If-None-Match`
  * (outgoing-request.ts), so such a 304 now answers a `*` only.

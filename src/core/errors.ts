@@ -6,6 +6,12 @@
 import { STATUS_CODES } from 'node:http';
 
 /**
+ * Kinds of upstream failure, bounded: the `kind` label of `shim_upstream_errors_total`, and the
+ * status the shim answers with (502, or 504 for `timeout`).
+ */
+export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'invalid';
+
+/**
  * Why the shim answered itself; bounded, the `reason` label of `shim_rejections_total`. The pipeline's
  * own (a gate's `ShimError`, an upstream failure) and those of the front server, which refuses some
  * requests before the pipeline sees them ({@link ServerRejection}).

@@ -4,8 +4,8 @@
 import { lt, parse, type SemVer } from 'semver';
 import { ShimError } from '../core/errors.ts';
 import type { Gate } from '../core/exchange.ts';
-import { forwardedValue } from '../proxy/hop-by-hop.ts';
-import { headerCount } from '../proxy/raw-headers.ts';
+import { forwardedValue } from '../core/hop-by-hop.ts';
+import { headerCount } from '../core/raw-headers.ts';
 
 /** Python's PEP 440 dev release form `X.Y.Z.devN`, read as SemVer `X.Y.Z-dev.N`. */
 const PYTHON_DEV = /^(\d+\.\d+\.\d+)\.dev(\d+)$/;

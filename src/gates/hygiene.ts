@@ -5,9 +5,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ShimError, UPGRADE_REFUSED_MESSAGE } from '../core/errors.ts';
 import type { Gate } from '../core/exchange.ts';
-import { expectsContinue } from '../proxy/expect-continue.ts';
-import { isHostSyntax } from '../proxy/host-syntax.ts';
-import { headerCount, isHttp10OrOlder, trimOws } from '../proxy/raw-headers.ts';
+import { expectsContinue } from '../core/expect-continue.ts';
+import { isHostSyntax } from '../core/host-syntax.ts';
+import { headerCount, isHttp10OrOlder, trimOws } from '../core/raw-headers.ts';
 
 /** Percent-encodings that must never appear in a path: `/`, `\`, NUL. */
 const FORBIDDEN_ENCODING = /%(?:2f|5c|00)/i;

@@ -4,8 +4,8 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Gate } from '../core/exchange.ts';
-import { forwardedValue } from '../proxy/hop-by-hop.ts';
-import { hasRequestBody } from '../proxy/outgoing-request.ts';
+import { hasRequestBody } from '../core/framing.ts';
+import { forwardedValue } from '../core/hop-by-hop.ts';
 
 /** Public path rules as read from `PUBLIC_PATHS`. */
 export interface PublicPaths {

@@ -4,10 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { RejectionReason } from '../core/errors.ts';
+import type { RejectionReason, UpstreamErrorKind } from '../core/errors.ts';
 import type { BufferBudget, UnpatchedReason } from '../core/types.ts';
-import type { UploadSlots } from '../proxy/upload-slots.ts';
-import type { UpstreamErrorKind } from '../proxy/upstream-error.ts';
 
 /** The core metric set, registered on one registry. */
 export interface CoreMetrics {
@@ -146,7 +144,7 @@ export function registerBufferBudgetGauges(
  */
 export function registerUploadSlotGauges(
   registry: Registry,
-  slots: Readonly<Pick<UploadSlots, 'inUse' | 'limit'>>,
+  slots: { readonly inUse: number; readonly limit: number },
 ): void {
   scrapedGauge(
     registry,

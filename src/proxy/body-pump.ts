@@ -13,6 +13,7 @@
  * the memory at once — and the allocator hands the same, still cached, memory to the next chunk.
  * bench/RESULTS.md has the figures; docs/reliability.md "Memory while streaming" the design.
  */
+import { ownsMemory } from '../core/buffer-budget.ts';
 import { isUpstreamReadBuffer } from './upstream-agent.ts';
 
 /**
@@ -33,16 +34,6 @@ export function releaseChunk(chunk: Buffer): boolean {
   if (!ownsMemory(chunk) || isUpstreamReadBuffer(memory)) return false;
   memory.transfer(0);
   return true;
-}
-
-/**
- * Whether `buffer` spans the whole of its memory, rather than being a slice of a larger allocation
- * (Node's 8 KiB pool for buffers under 4 KiB, a decoder's output, a subarray).
- * @param buffer Any buffer.
- * @returns True when its offset is 0 and its length that of its `ArrayBuffer`. Never throws.
- */
-export function ownsMemory(buffer: Buffer): boolean {
-  return buffer.byteOffset === 0 && buffer.byteLength === buffer.buffer.byteLength;
 }
 
 /** What {@link pumpBody} reads: an upstream response or a client's request body (`IncomingMessage`). */

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { isHttp10OrOlder } from './raw-headers.ts';
+import { isHttp10OrOlder } from '../core/raw-headers.ts';
 
 /**
  * Cuts the connection of a client that stopped taking its response, with a TCP reset rather than a

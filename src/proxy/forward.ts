@@ -10,6 +10,7 @@
  *   upload-slots.ts       MAX_STREAMING_UPLOADS: bodies still arriving hold at most that many upstream connections
  *   write-watch.ts        the watchdog that cuts a write stuck for UPSTREAM_TIMEOUT_MS
  *   upstream-error.ts     502/504, the one idempotent replay, abort after the head (the decision, pure)
+ *   relay-response.ts     the upstream's response to the client: hooks, head, body through or through the patches
  *   response-patch.ts     the patch plan and pumps: upstream → patch → client, or through a decoder and encoder
  *   response-writer.ts    the client's response head, Vary, bodiless responses, reason phrases
  *   head-hold.ts          how long a response head waits for its body (RESPONSE_HEAD_HOLD_MS)
@@ -20,31 +21,19 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { Reservation, requestBodyCeiling } from '../core/buffer-budget.ts';
 import { ShimError } from '../core/errors.ts';
 import { ANSWERED_BY_SERVER, type ExchangeState, stateOf } from '../core/exchange.ts';
-import type {
-  BufferBudget,
-  ExchangeHooks,
-  PatchOutcome,
-  ResponsePatch,
-  UnpatchedReason,
-} from '../core/types.ts';
-import { type CoreMetrics, routeShape } from '../observability/metrics.ts';
+import { expectsContinue } from '../core/expect-continue.ts';
+import { hasRequestBody } from '../core/framing.ts';
+import type { BufferBudget, ExchangeHooks } from '../core/types.ts';
+import type { CoreMetrics } from '../observability/metrics.ts';
 import { logPath } from '../observability/request-log.ts';
-import { pumpBody } from './body-pump.ts';
-import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import { abortResponse } from './client-reset.ts';
-import { createPatchCodec } from './content-coding.ts';
-import { expectsContinue } from './expect-continue.ts';
-import { HEAD_HOLD_MS, type HeadHold, holdHead } from './head-hold.ts';
-import {
-  buildUpstreamHeaders,
-  type ForwardedHeaders,
-  hasRequestBody,
-  upstreamTarget,
-} from './outgoing-request.ts';
+import { HEAD_HOLD_MS } from './head-hold.ts';
+import { buildUpstreamHeaders, type ForwardedHeaders, upstreamTarget } from './outgoing-request.ts';
 import { startDeadline } from './own-pause.ts';
-import { headerValue } from './raw-headers.ts';
+import { createResponseRelay } from './relay-response.ts';
 import {
   type BodyReadOptions,
   type BodyStart,
@@ -53,21 +42,6 @@ import {
   rewriteRequestBody,
 } from './request-body.ts';
 import { sendError } from './respond.ts';
-import {
-  chainPatches,
-  patchPlan,
-  pumpCodedPatch,
-  pumpPatch,
-  reserveDecoderWindow,
-} from './response-patch.ts';
-import {
-  headSaysChunked,
-  isBodiless,
-  type ResponseHeadOptions,
-  relayableReasonPhrase,
-  responseHead,
-  revalidationKeepsVary,
-} from './response-writer.ts';
 import { holdUploadSlot, type UploadSlots } from './upload-slots.ts';
 import { createUpstreamTransport, type UpstreamTransportOptions } from './upstream-agent.ts';
 import { createUpstreamAttempt, type FinalDecision, type Forwarding } from './upstream-attempt.ts';
@@ -209,24 +183,6 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   const pathPrefix = options.upstream.pathname;
   const upstreamHost = options.upstream.host;
 
-  // responseHead's options, made once (no object per response), indexed by headOptions' flags. A patch
-  // comes only from an `onResponse` hook, whose presence refused the exchange's ranges (handler): a
-  // patched head always says `Accept-Ranges: none`.
-  const headOptionsTable: ResponseHeadOptions[] = Array.from({ length: 8 }, (_, flags) => ({
-    patched: (flags & 1) !== 0,
-    varyName: (flags & 2) !== 0 ? varyHeader : undefined,
-    rangesRefused: (flags & 4) !== 0,
-  }));
-  const headOptions = (patched: boolean, varied: boolean, rangesRefused: boolean): ResponseHeadOptions =>
-    headOptionsTable[(patched ? 1 : 0) | (varied ? 2 : 0) | (rangesRefused ? 4 : 0)] as ResponseHeadOptions;
-
-  /** Counts and logs a response that a hook asked to patch and that went out unpatched (from some point on). */
-  const countUnpatched = (state: ExchangeState, reason: UnpatchedReason) => {
-    metrics.patchesSkipped.inc({ reason });
-    state.exchange.logFields.patchSkipped = reason;
-    logger.warn({ path: logPath(state.exchange.path), reason }, 'response forwarded unpatched');
-  };
-
   /**
    * Counts and logs an upstream failure; answers with the decision's 502/504 (`respond`, while nothing
    * was sent), aborts the client's response (`abort`), or lets a whole response go on (`finish`).
@@ -304,118 +260,15 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   };
 
   /** The upstream's head arrived: stream it through to the client, or through the patches. */
-  const relayResponse = (
-    { req, res, state }: Forwarding,
-    upstreamRes: IncomingMessage,
-    fail: (err: NodeJS.ErrnoException) => void,
-    abandon: (err: unknown) => void,
-  ) => {
-    const status = upstreamRes.statusCode ?? 502;
-    state.shape ??= routeShape(state.exchange.path);
-    metrics.upstreamDuration.observe(
-      { route: state.shape },
-      (performance.now() - state.upstreamStartedAt) / 1000,
-    );
-    let patches: ResponsePatch[] | undefined;
-    for (const hooks of state.hooks) {
-      hooks.onStatus?.(status);
-      const patch = hooks.onResponse?.(status, upstreamRes.headers);
-      if (patch) {
-        patches ??= [];
-        patches.push(patch);
-      }
-    }
-    // After onResponse: plugins may append response headers there.
-    const extra = options.responseHeaders(state, upstreamRes);
-    // Vary names the client-version header when this response depends on it (varyHeader's doc).
-    const versioned = varyHeader !== undefined && (varyAll || state.exchange.clientVersion !== undefined);
-    // Only what this response uses: the ETag is weakened for a patch, Vary merged when versioned.
-    const upstreamHead = {
-      status,
-      rawHeaders: upstreamRes.rawHeaders,
-      etag: patches === undefined ? undefined : (headerValue(upstreamRes, 'etag') as string | undefined),
-      vary: versioned ? (headerValue(upstreamRes, 'vary') as string | undefined) : undefined,
-    };
-    const varied = versioned && !revalidationKeepsVary(status, upstreamHead.vary);
-    const message = relayableReasonPhrase(upstreamRes.statusMessage);
-
-    const streamed = headOptions(false, varied, state.rangesRefused);
-    const patchedHead = headOptions(true, varied, true);
-    // The head is written just before the first body byte (or at the end of an empty body), where Node
-    // would send it anyway: until then the client has received nothing, and an upstream that fails after
-    // its head still gets the client a 502 or 504 (upstream-error.ts `clientStarted`). Called from the
-    // pumps' listeners, outside the try of upstream-attempt.ts: a throw there ended the process.
-    // Whatever writeHead refuses fails this exchange alone (as the synchronous paths do).
-    const headWriter = (options: ResponseHeadOptions) => () => {
-      try {
-        res.writeHead(status, message, responseHead(upstreamHead, extra, options));
-      } catch (err) {
-        abandon(err);
-      }
-    };
-    // A body that does not follow its head within RESPONSE_HEAD_HOLD_MS (an event stream, a long poll)
-    // gets the head sent alone then (head-hold.ts); a HEAD's, a 204's or a 304's goes out at once.
-    const bodiless = isBodiless(req.method, status);
-    const heldHead = (options: ResponseHeadOptions): HeadHold =>
-      holdHead(res, headWriter(options), responseHeadHoldMs);
-    if (patches === undefined) {
-      pumpBody(upstreamRes, res, bodiless ? headWriter(streamed) : heldHead(streamed).start);
-      return;
-    }
-    const patch = chainPatches(patches);
-    const plan = patchPlan(bodiless, status, upstreamRes.headers['content-encoding']);
-    if (plan.kind === 'head') {
-      // The headers the patched GET would carry (no length, weak validator), no body.
-      patch.destroy();
-      const head = responseHead(upstreamHead, extra, patchedHead);
-      if (req.method === 'HEAD' && headSaysChunked(status, req.httpVersion))
-        head.push('Transfer-Encoding', 'chunked');
-      res.writeHead(status, message, head);
-      res.end();
-      upstreamRes.resume();
-      return;
-    }
-    if (plan.kind === 'pass') {
-      patch.destroy();
-      if (plan.reason !== undefined) countUnpatched(state, plan.reason);
-      pumpBody(upstreamRes, res, heldHead(streamed).start);
-      return;
-    }
-    const onEnd = (outcome: PatchOutcome) => {
-      if (outcome.kind === 'skipped') countUnpatched(state, outcome.reason);
-    };
-    // Until the decoder's window is reserved, the head that may go alone is the patched one (no length,
-    // no digest): the safe one whichever way the body then goes.
-    const head = heldHead(patchedHead);
-    // A patch that skipped before changing a byte (a full budget) sends the upstream's head: its tag
-    // marked as the patched one's would let a cache keep the body without the aliases and revalidate
-    // it to 304s (fix 162).
-    const writeHead = (unpatched: boolean) => {
-      if (!unpatched) return head.start();
-      head.cancel();
-      headWriter(streamed)();
-    };
-    // A patch that throws (a plugin's bug) fails this exchange alone, as a head writeHead refuses does.
-    const events = { writeHead, onEnd, onError: fail, onPatchFailure: abandon };
-    const { coding } = plan;
-    if (coding === 'identity') {
-      // The common case: no coding to undo (response-patch.ts pumpPatch).
-      pumpPatch(upstreamRes, res, patch, events);
-      return;
-    }
-    // A content coding: decoded, patched and encoded again as the bytes come (pumpCodedPatch), once the
-    // decoder's window is reserved; without room, the response goes out as the upstream sent it.
-    reserveDecoderWindow(upstreamRes, res, coding, budget, (reserved) => {
-      if (reserved) {
-        pumpCodedPatch(upstreamRes, res, createPatchCodec(coding), patch, events);
-        return;
-      }
-      patch.destroy();
-      countUnpatched(state, 'budget_exhausted');
-      head.cancel();
-      pumpBody(upstreamRes, res, heldHead(streamed).start);
-    });
-  };
+  const relayResponse = createResponseRelay({
+    responseHeadHoldMs,
+    budget,
+    varyHeader,
+    varyAll,
+    metrics,
+    logger,
+    responseHeaders: options.responseHeaders,
+  });
 
   /** Sends an exchange upstream and sees it through its attempts (upstream-attempt.ts). */
   const forward = createUpstreamAttempt({

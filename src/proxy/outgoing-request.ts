@@ -4,10 +4,10 @@
  * here, from the client's headers alone, before any socket is touched.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { connectionTokens, HOP_BY_HOP } from './hop-by-hop.ts';
-import { isHostSyntax } from './host-syntax.ts';
-import { trimOws } from './raw-headers.ts';
-import { upstreamIfNoneMatch } from './validators.ts';
+import { connectionTokens, HOP_BY_HOP } from '../core/hop-by-hop.ts';
+import { isHostSyntax } from '../core/host-syntax.ts';
+import { trimOws } from '../core/raw-headers.ts';
+import { upstreamIfNoneMatch } from '../core/validators.ts';
 
 /**
  * How the forwarded body is delimited (RFC 9112 §6): no body, a known length, or chunked.
@@ -68,23 +68,6 @@ export function requestFraming(
   const declared = headers['content-length'];
   if (declared !== undefined) return { kind: 'length', length: Number(declared) };
   return BODILESS_BY_DEFAULT.has(method) ? { kind: 'none' } : { kind: 'length', length: 0 };
-}
-
-/**
- * Whether the client sends a body at all (RFC 9112 §6.1–6.3): `Transfer-Encoding` present (chunked;
- * the hygiene gate refuses every other coding and `Transfer-Encoding` with `Content-Length`), or a
- * `Content-Length` above 0. Node's parser has already refused a malformed or conflicting length
- * (400) before this runs; a value that still does not read as a number (`NaN`) counts as no body,
- * and `00` is 0.
- * @param headers The client's parsed headers (lower-cased names).
- * @returns `true` when there is a body to stream or rewrite.
- * @throws Nothing.
- * @example
- * hasRequestBody({ 'content-length': '12' }) // → true
- * hasRequestBody({ 'content-length': '00' }) // → false
- */
-export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
-  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
 }
 
 /** What {@link buildUpstreamHeaders} needs to know about the client's request. */

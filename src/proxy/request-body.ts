@@ -3,10 +3,10 @@
  * (SPEC §4, §5: `MAX_REWRITE_BODY` → 413; SPEC §2: `MAX_BUFFERED_BYTES` → 503, `BODY_TIMEOUT_MS` → 408).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Reservation } from '../core/buffer-budget.ts';
 import { ShimError } from '../core/errors.ts';
 import type { ExchangeHooks } from '../core/types.ts';
 import { releaseChunk } from './body-pump.ts';
-import type { Reservation } from './buffer-budget.ts';
 import {
   DecodedTooLargeError,
   declaredWindowBytes,

@@ -7,9 +7,9 @@
  * by the patch itself) stays in memory.
  */
 import type { Transform } from 'node:stream';
+import { Reservation, requestBodyCeiling } from '../core/buffer-budget.ts';
 import type { BufferBudget, PatchOutcome, PatchSkipReason, ResponsePatch } from '../core/types.ts';
 import { pauseUntilDrain, releaseChunk } from './body-pump.ts';
-import { Reservation, requestBodyCeiling } from './buffer-budget.ts';
 import {
   declaredWindowBytes,
   SUPPORTED_CODINGS,

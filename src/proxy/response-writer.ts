@@ -5,9 +5,9 @@
  * after `RESPONSE_HEAD_HOLD_MS` (head-hold.ts); until then an upstream failure is still answered with a
  * 502 or 504.
  */
-import { endToEndRawHeaders } from './hop-by-hop.ts';
-import { isHttp10OrOlder } from './raw-headers.ts';
-import { patchedEtag } from './validators.ts';
+import { endToEndRawHeaders } from '../core/hop-by-hop.ts';
+import { isHttp10OrOlder } from '../core/raw-headers.ts';
+import { patchedEtag } from '../core/validators.ts';
 
 /** Statuses whose responses have no body, whatever their headers say (RFC 9110 §6.4.1, §15.3.5, §15.4.5). */
 const BODILESS_STATUS = new Set([204, 205, 304]);

@@ -12,9 +12,9 @@ import {
   UPGRADE_REFUSED_MESSAGE,
 } from '../core/errors.ts';
 import { markAnsweredByServer } from '../core/exchange.ts';
+import { isHttp10OrOlder } from '../core/raw-headers.ts';
 import { noteAnswered } from './client-reset.ts';
 import { afterPendingIo } from './own-pause.ts';
-import { isHttp10OrOlder } from './raw-headers.ts';
 
 /**
  * Server timeouts, in ms (documented in docs/operations.md):

@@ -11,7 +11,7 @@
  * as Envoy's circuit breakers answer a cluster's overflow. The bodies still stream (SPEC §4).
  */
 import type { IncomingMessage } from 'node:http';
-import { createBufferBudget } from './buffer-budget.ts';
+import { createBufferBudget } from '../core/buffer-budget.ts';
 
 /** Counts the streamed request bodies in flight against their bound. */
 export interface UploadSlots {

@@ -5,8 +5,8 @@
  * of a body the upstream no longer takes.
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Reservation } from '../core/buffer-budget.ts';
 import { releaseChunk } from './body-pump.ts';
-import type { Reservation } from './buffer-budget.ts';
 import { retireConnection } from './upstream-agent.ts';
 import type { Forwarding } from './upstream-attempt.ts';
 import { SHIM_TIMEOUT_CODE, upstreamError } from './upstream-error.ts';

@@ -10,13 +10,13 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import type { Reservation } from '../core/buffer-budget.ts';
 import { ANSWERED_BY_SERVER, type ExchangeState } from '../core/exchange.ts';
+import { headerValue, isHttp10OrOlder } from '../core/raw-headers.ts';
 import { logPath } from '../observability/request-log.ts';
 import { pumpBody } from './body-pump.ts';
-import type { Reservation } from './buffer-budget.ts';
 import { abortResponse, resetStalledClient } from './client-reset.ts';
 import { afterPendingIo, type Deadline, startDeadline } from './own-pause.ts';
-import { headerValue, isHttp10OrOlder } from './raw-headers.ts';
 import { earlyHints } from './response-writer.ts';
 import { boundDiscard, keepUploadGoing, releaseWhenSent, sendBodyStart } from './upload.ts';
 import {

@@ -3,13 +3,7 @@
  * shim's own 502/504, or abort a response that has already started. Pure: decided from what is
  * known about the failure, never from a socket.
  */
-import { REJECTION_STATUS, type RejectionReason } from '../core/errors.ts';
-
-/**
- * Kinds of upstream failure, bounded: the `kind` label of `shim_upstream_errors_total`, and the
- * status the shim answers with (502, or 504 for `timeout`).
- */
-export type UpstreamErrorKind = 'refused' | 'reset' | 'timeout' | 'invalid';
+import { REJECTION_STATUS, type RejectionReason, type UpstreamErrorKind } from '../core/errors.ts';
 
 /** Idempotent methods (RFC 9110 §9.2.2): safe to send again when the first attempt was not processed. */
 export const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set([

@@ -3,7 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAdminServer, probeUpstream, UPSTREAM_HEALTH_PATH } from '../../src/observability/admin.ts';
+import { createAdminServer } from '../../src/observability/admin.ts';
+import { probeUpstream, UPSTREAM_HEALTH_PATH } from '../../src/proxy/upstream-probe.ts';
 import { waitFor } from '../helpers/poll.ts';
 import { holdRefusingPort } from '../helpers/refusing-port.ts';
 

@@ -9,7 +9,8 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminServer, probeUpstream } from '../../src/observability/admin.ts';
+import { createAdminServer } from '../../src/observability/admin.ts';
+import { probeUpstream } from '../../src/proxy/upstream-probe.ts';
 import { holdRefusingPort } from '../helpers/refusing-port.ts';
 import { LEGACY, type Stack, startStack } from '../helpers/stack.ts';
 

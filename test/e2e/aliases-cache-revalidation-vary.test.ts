@@ -15,7 +15,7 @@
 import http, { type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { entityTags } from '../../src/proxy/validators.ts';
+import { entityTags } from '../../src/core/validators.ts';
 import { send } from '../helpers/http.ts';
 import {
   type CacheableUpstream,
@@ -62,7 +62,7 @@ describe('a cache revalidating a stored response through the shim (RFC 9111 §4.
         'if-none-match': String(first.headers.etag),
       });
       expect(notModified.status).toBe(304);
-      // The patched variant's tag goes upstream as the upstream's, unmarked and strong (src/proxy/validators.ts).
+      // The patched variant's tag goes upstream as the upstream's, unmarked and strong (src/core/validators.ts).
       const sent = String(first.headers.etag);
       expect(upstream?.requests.at(-1)?.headers['if-none-match']).toBe(
         sent.endsWith('+patched"') ? sent.replace(/^W\//, '').replace(/\+patched"$/, '"') : sent,

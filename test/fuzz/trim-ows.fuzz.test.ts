@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { trimOws } from '../../src/proxy/raw-headers.ts';
+import { trimOws } from '../../src/core/raw-headers.ts';
 import { FUZZ_TIMEOUT_MS, fuzzParams } from './budget.ts';
 import { anyCodePoint } from './code-points.ts';
 

@@ -16,8 +16,8 @@ import {
   patchJson,
 } from '../../../src/aliases/patch-json.ts';
 import { responsePairs } from '../../../src/aliases/table.ts';
+import { createBufferBudget } from '../../../src/core/buffer-budget.ts';
 import type { BufferBudget } from '../../../src/core/types.ts';
-import { createBufferBudget } from '../../../src/proxy/buffer-budget.ts';
 import { jsonText, parseJson } from '../../fuzz/aliases/arbitraries.ts';
 import { addAliases, cutInserted } from './helpers.ts';
 

@@ -7,7 +7,7 @@ describe('revalidatesUnpatched', () => {
     ['"x", "p1"', '"p1"', true],
     ['W/"v1"', '"v1"', false], // the weak tag of the patched 200
     ['"v1", W/"v1"', '"v1"', false], // both: keep the patched form
-    ['W/"v1+patched"', '"v1"', false], // the marked tag of the patched 200 (src/proxy/validators.ts)
+    ['W/"v1+patched"', '"v1"', false], // the marked tag of the patched 200 (src/core/validators.ts)
     ['"v1", W/"v1+patched"', '"v1"', false], // a cache holding both variants: the patched one matched
     ['"v1", "v1+patched"', '"v1"', false], // the same, the patched tag as a cache revalidates it (fix 159)
     ['*', '"v1"', false],

@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import {
   buildUpstreamHeaders,
   type ClientHead,
-  hasRequestBody,
   isUnderscoreSpelling,
   NOT_FORWARDED_AS_SENT,
   requestFraming,
@@ -64,15 +63,6 @@ describe('requestFraming', () => {
   it.each(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE'])('no body on %s → no framing at all', (method) => {
     expect(requestFraming(method, {})).toEqual({ kind: 'none' });
   });
-});
-
-describe('hasRequestBody', () => {
-  it.each<[IncomingHttpHeaders, boolean]>([
-    [{}, false],
-    [{ 'content-length': '0' }, false],
-    [{ 'content-length': '1' }, true],
-    [{ 'transfer-encoding': 'chunked' }, true],
-  ])('%j → %s', (headers, expected) => expect(hasRequestBody(headers)).toBe(expected));
 });
 
 describe('buildUpstreamHeaders', () => {

@@ -5,9 +5,9 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { createBufferBudget, Reservation } from '../../../src/core/buffer-budget.ts';
 import { ShimError } from '../../../src/core/errors.ts';
 import type { ExchangeHooks } from '../../../src/core/types.ts';
-import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
 import { declaredWindowBytes, SUPPORTED_CODINGS } from '../../../src/proxy/content-coding.ts';
 import {
   ClientAbortedError,

@@ -6,8 +6,8 @@
 import { EventEmitter } from 'node:events';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { createBufferBudget } from '../../../src/core/buffer-budget.ts';
 import type { PatchOutcome, ResponsePatch } from '../../../src/core/types.ts';
-import { createBufferBudget } from '../../../src/proxy/buffer-budget.ts';
 import {
   chainPatches,
   combinedOutcome,

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { createBufferBudget, Reservation } from '../../../src/proxy/buffer-budget.ts';
+import { createBufferBudget, Reservation } from '../../../src/core/buffer-budget.ts';
 import { keepUploadGoing, releaseWhenSent, sendBodyStart } from '../../../src/proxy/upload.ts';
 import { SharedReadBufferAgent } from '../../../src/proxy/upstream-agent.ts';
 import type { Forwarding } from '../../../src/proxy/upstream-attempt.ts';

@@ -5,11 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   createBufferBudget,
+  ownsMemory,
   Reservation,
   requestBodyCeiling,
   reusableOutputCeiling,
   tryReserveReusable,
-} from '../../../src/proxy/buffer-budget.ts';
+} from '../../../src/core/buffer-budget.ts';
 
 describe('createBufferBudget', () => {
   it('reserves up to the limit exactly, then refuses without reserving', () => {
@@ -133,5 +134,17 @@ describe('Reservation.shrink', () => {
     expect([reservation.bytes, budget.used]).toEqual([0, 0]);
     reservation.release();
     expect(budget.used).toBe(0);
+  });
+});
+
+describe('ownsMemory', () => {
+  it('is true only for a buffer that spans its whole memory', () => {
+    const whole = Buffer.alloc(8192);
+    expect(ownsMemory(whole)).toBe(true);
+    expect(ownsMemory(whole.subarray(1))).toBe(false);
+    expect(ownsMemory(whole.subarray(0, 8191))).toBe(false);
+    // Node's pool: a small allocation is a slice of a shared 8 KiB block.
+    expect(ownsMemory(Buffer.from('ab'))).toBe(false);
+    expect(ownsMemory(Buffer.alloc(0))).toBe(true);
   });
 });

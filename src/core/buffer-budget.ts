@@ -2,9 +2,10 @@
  * The process-wide bound on bytes the shim holds in memory for rewrites and patches
  * (`MAX_BUFFERED_BYTES`, SPEC §2; issue 9 item 2). Every per-request buffer is also bounded on its own
  * (`MAX_REWRITE_BODY` for a body to rewrite, a plugin's own bound for the values its patch holds back);
- * this bounds their sum, so that many slow clients cannot together hold more than the limit.
+ * this bounds their sum, so that many slow clients cannot together hold more than the limit. Also
+ * {@link ownsMemory}: which buffers can be kept for reuse or released at once, whole.
  */
-import type { BufferBudget } from '../core/types.ts';
+import type { BufferBudget } from './types.ts';
 
 /**
  * Creates a budget of `limit` bytes.
@@ -170,4 +171,19 @@ export class Reservation {
     this.budget.release(this.held);
     this.held = 0;
   }
+}
+
+/**
+ * Whether `buffer` spans the whole of its memory, rather than being a slice of a larger allocation
+ * (Node's 8 KiB pool for buffers under 4 KiB, a decoder's output, a subarray): only such a buffer can
+ * be released (proxy/body-pump.ts `releaseChunk`) or kept for reuse (a plugin's output pool) without
+ * touching bytes something else holds.
+ * @param buffer Any buffer.
+ * @returns True when its offset is 0 and its length that of its `ArrayBuffer`. Never throws.
+ * @example
+ * ownsMemory(Buffer.alloc(8192)) // → true
+ * ownsMemory(Buffer.alloc(8192).subarray(1)) // → false
+ */
+export function ownsMemory(buffer: Buffer): boolean {
+  return buffer.byteOffset === 0 && buffer.byteLength === buffer.buffer.byteLength;
 }

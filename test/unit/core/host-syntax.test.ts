@@ -4,7 +4,7 @@
  * (`checkHost`) and test/fuzz/hygiene.fuzz.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { isHostSyntax } from '../../../src/proxy/host-syntax.ts';
+import { isHostSyntax } from '../../../src/core/host-syntax.ts';
 
 describe('isHostSyntax', () => {
   it.each(['shim.test', 'example.com:8080', '127.0.0.1', '[::1]:443', '[v1.fe80::a+en1]', ''])(

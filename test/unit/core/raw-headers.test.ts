@@ -1,5 +1,5 @@
 /**
- * Reading a head as Node received it (src/proxy/raw-headers.ts): raw header list scans, optional
+ * Reading a head as Node received it (src/core/raw-headers.ts): raw header list scans, optional
  * whitespace (RFC 9110 §5.5), the protocol version.
  */
 import { IncomingMessage } from 'node:http';
@@ -10,7 +10,7 @@ import {
   isHeaderName,
   isHttp10OrOlder,
   trimOws,
-} from '../../../src/proxy/raw-headers.ts';
+} from '../../../src/core/raw-headers.ts';
 
 describe('isHeaderName', () => {
   it.each<[string, string, boolean]>([

@@ -9,7 +9,7 @@ import {
   endToEndRawHeaders,
   forwardedValue,
   HOP_BY_HOP,
-} from '../../../src/proxy/hop-by-hop.ts';
+} from '../../../src/core/hop-by-hop.ts';
 
 /** RFC 9110 §7.6.1 names, plus the RFC 2616 §13.5.1 ones and the de-facto `Proxy-Connection`. */
 const HOP_NAMES = [

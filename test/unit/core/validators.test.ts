@@ -4,7 +4,7 @@
  * tags of the patched representations only.
  */
 import { describe, expect, it } from 'vitest';
-import { entityTags, patchedEtag, upstreamIfNoneMatch } from '../../../src/proxy/validators.ts';
+import { entityTags, patchedEtag, upstreamIfNoneMatch } from '../../../src/core/validators.ts';
 
 describe('entityTags (RFC 9110 §8.8.3)', () => {
   it.each<[string | undefined, string[]]>([
