@@ -28,6 +28,7 @@ import { clientVersionGate, outdatedClientWarning } from './gates/client-version
 import { type CredentialRules, credentialGate, credentialIdentity } from './gates/credentials.ts';
 import { hygieneGate } from './gates/hygiene.ts';
 import { publicPathGate } from './gates/public-paths.ts';
+import { requestIdOf } from './observability/correlation.ts';
 import {
   type CoreMetrics,
   methodLabel,
@@ -349,6 +350,24 @@ function createAdmission(
     if (err instanceof ClientAbortedError) {
       // A client gone; or the HTTP server answered the request itself, whose socket lingers (fix 156).
       if (!isAnsweredByServer(res)) res.destroy();
+      return;
+    }
+    // A refusal decided after the client went away (a coded body whose decode ended after the client's
+    // FIN or reset: too large, not JSON): the exchange's line was written at the close (aborted, no
+    // rejection) and nothing can be sent. Counted, with a line of its own, so that every count has a
+    // line (as fix 110 does for an upstream failure after the response; docs/reliability.md fix 172).
+    if (err instanceof ShimError && state !== undefined && res.destroyed && !res.headersSent) {
+      metrics.rejections.inc({ reason: err.reason });
+      const requestId = requestIdOf(req.headers['x-request-id']);
+      logger.warn(
+        {
+          req: { method: req.method, path: logPath(state.exchange.path) },
+          ...(requestId !== undefined && { requestId }),
+          rejection: err.reason,
+          refusal: err.message,
+        },
+        'request refused after its client went away',
+      );
       return;
     }
     // A ShimError comes from a gate or the forwarder, after `admit` stored the state.

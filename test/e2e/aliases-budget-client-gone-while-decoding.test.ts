@@ -9,6 +9,9 @@
  * has no writer yet blocks its thread) so that the client is gone before the decode can finish, as a
  * pool busy with other work (compression, DNS, file I/O) leaves it.
  *
+ * The refusal, decided after the exchange's line was written (aborted), is counted and says so in a
+ * line of its own (fix 172): every count has a line.
+ *
  * Delete this file with `src/aliases/` at 1.0 (docs/removing-the-alias-layer.md).
  */
 import { execFileSync } from 'node:child_process';
@@ -80,7 +83,7 @@ describe('a coded body whose client goes away while it is decoded, then refused'
     const client = openRaw(stack.url);
     cleanup.push(() => client.socket.destroy());
     client.socket.write(
-      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: ${LEGACY['service-client-version']}\r\nx-api-key: ${LEGACY['x-api-key']}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: ${gz.length}\r\n\r\n`,
+      `POST /missions HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: ${LEGACY['service-client-version']}\r\nx-api-key: ${LEGACY['x-api-key']}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nX-Request-Id: gone-while-decoding\r\nContent-Length: ${gz.length}\r\n\r\n`,
     );
     client.socket.write(gz);
     // The whole body read and reserved, with its decoder's window and output (fix 134): its decode waits
@@ -102,5 +105,21 @@ describe('a coded body whose client goes away while it is decoded, then refused'
     // Without the fix: the decoded 524,297 bytes stay reserved for good.
     expect(await metric(stack, /^shim_buffered_bytes (\d+)/m)).toBe(0);
     expect(upstream.connections()).toBe(0);
+    // The count has a line (fix 172): the exchange's own line was written at the close, aborted and
+    // without a rejection; the refusal decided after it says so in a line of its own.
+    const lines = stack.logs();
+    const exchange = lines.filter((l) => l.msg === 'request completed');
+    expect(exchange).toHaveLength(1);
+    expect(exchange[0]).toMatchObject({ aborted: true });
+    expect(exchange[0]?.rejection).toBeUndefined();
+    const refused = lines.filter((l) => l.msg === 'request refused after its client went away');
+    expect(refused).toEqual([
+      expect.objectContaining({
+        level: 40,
+        req: { method: 'POST', path: '/missions' },
+        requestId: 'gone-while-decoding',
+        rejection: 'body',
+      }),
+    ]);
   });
 });
