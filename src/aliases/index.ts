@@ -7,8 +7,10 @@
  * and costs nothing more. Deleting this folder and its one registration line in `app.ts` removes the
  * layer (SPEC §10).
  */
+import type { IncomingMessage } from 'node:http';
 import { DEFAULT_API_KEY_HEADER, type PluginDefinition } from '../config.ts';
 import { ShimError } from '../core/errors.ts';
+import { combinedFieldValue } from '../core/raw-headers.ts';
 import type { Exchange, ExchangeHooks, PluginContext, ProxyPlugin, ResponsePatch } from '../core/types.ts';
 import { logPath } from '../observability/request-log.ts';
 import { activeBrownout, type BrownoutWindow, brownoutWarning } from './brownout.ts';
@@ -181,16 +183,19 @@ export function createAliasLayer(
    * (cheap, already in memory); a body is never read — a JSON body on a route with body aliases marks
    * the request by route.
    */
-  const brownoutHooks = (exchange: Exchange, window: BrownoutWindow): ExchangeHooks | undefined => {
+  const brownoutHooks = (
+    exchange: Exchange,
+    rawHeaders: readonly string[],
+    window: BrownoutWindow,
+  ): ExchangeHooks | undefined => {
     const route = routes.match(exchange.method, exchange.path);
     if (route === undefined) return undefined;
     const used =
       route.query.length > 0 && exchange.rawQuery !== ''
         ? rewriteQuery(route.query, exchange.rawQuery).aliasesUsed
         : [];
-    const contentType = exchange.headers['content-type'];
-    const bodyRoute =
-      route.body.length > 0 && (isJsonMediaType(contentType) || isJsonInMediaTypeList(contentType));
+    const contentType = route.body.length > 0 ? bodyContentType(rawHeaders) : undefined;
+    const bodyRoute = isJsonMediaType(contentType) || isJsonInMediaTypeList(contentType);
     if (used.length === 0 && !bodyRoute) return undefined;
     const named = used.length > 0 ? [...used] : [...new Set(route.body.map((r) => r.alias))];
     exchange.responseHeaders.push(['Warning', brownoutWarning(named, window, settings.docsUrl)]);
@@ -216,11 +221,11 @@ export function createAliasLayer(
       context.logger.warn(dropped, 'alias usage report reset: its counts are gone'),
     ),
     variesByClientVersion: settings.enabled, // responses depend on the client version only while the layer is on
-    onRequest(exchange: Exchange): ExchangeHooks | undefined {
+    onRequest(exchange: Exchange, req: IncomingMessage): ExchangeHooks | undefined {
       const version = exchange.clientVersion;
       if (version === undefined || !wantsAliases(settings, version)) return undefined;
       const window = brownouts.length > 0 ? activeBrownout(brownouts, now()) : undefined;
-      if (window !== undefined) return brownoutHooks(exchange, window);
+      if (window !== undefined) return brownoutHooks(exchange, req.rawHeaders, window);
       // The `client` label is taken at the first use counted, not here: requests that never count (refused
       // by the shim or the upstream, made-up versions with made-up keys) must not use up its values.
       let client: string | undefined;
@@ -292,12 +297,9 @@ export function createAliasLayer(
         },
       };
       const route = routes.match(exchange.method, exchange.path);
-      if (
-        route !== undefined &&
-        route.body.length > 0 &&
-        isJsonInMediaTypeList(exchange.headers['content-type'])
-      )
-        throw ambiguousContentTypeError();
+      const contentType =
+        route !== undefined && route.body.length > 0 ? bodyContentType(req.rawHeaders) : undefined;
+      if (isJsonInMediaTypeList(contentType)) throw ambiguousContentTypeError();
       if (route !== undefined && route.query.length > 0) {
         hooks.rewriteQuery = (rawQuery) => {
           const result = rewriteQuery(route.query, rawQuery);
@@ -306,7 +308,7 @@ export function createAliasLayer(
           return result.query;
         };
       }
-      if (route !== undefined && route.body.length > 0 && isJsonMediaType(exchange.headers['content-type'])) {
+      if (route !== undefined && isJsonMediaType(contentType)) {
         hooks.body = {
           rewrite(body) {
             const result = rewriteBody(route.body, body);
@@ -336,6 +338,18 @@ function cloakedQueryError(renames: readonly AliasRename[], alias: string): Shim
       "servers that also separate parameters with ';' would read it otherwise than this proxy, which " +
       "cannot rename it for both. Separate parameters with '&' and send a ';' inside a value as %3B.",
   );
+}
+
+/**
+ * The `Content-Type` a legacy body on a route with body aliases is judged by: its field lines combined
+ * (core/raw-headers.ts `combinedFieldValue`), so that two lines with different types read as the list
+ * the folded form is, which {@link ambiguousContentTypeError} refuses, instead of the first line alone
+ * (Node's parsed view drops the others; docs/reliability.md fix 173).
+ * @param rawHeaders The request's raw header list.
+ * @returns The combined value, or `undefined` without a `Content-Type`.
+ */
+function bodyContentType(rawHeaders: readonly string[]): string | undefined {
+  return combinedFieldValue(rawHeaders, 'content-type');
 }
 
 /**

@@ -61,6 +61,40 @@ export function headerValue(
   return found === undefined ? undefined : raw[found];
 }
 
+/**
+ * A field's value as one line: its field lines combined in order, joined with `, `, as RFC 9110 §5.3
+ * lets a recipient combine them; a value repeated verbatim (after its optional whitespace) counts once.
+ * Node's parsed view keeps only the first line of a singleton field such as `Content-Type` and drops
+ * the others, so a second line with another value is invisible there; combined, it reads as the list a
+ * recipient that joins or takes the last line would see (RFC 9110 §8.3: "sometimes incorrectly generated
+ * multiple times"). Linear in the number of lines.
+ * @param rawHeaders Flat `[name, value, …]` (`IncomingMessage.rawHeaders`).
+ * @param lowerName The field name, lower case.
+ * @returns The combined value; `undefined` when no line has that name.
+ * @throws Nothing.
+ * @example
+ * combinedFieldValue(['Content-Type', 'application/json', 'content-type', 'text/plain'], 'content-type')
+ * // → 'application/json, text/plain'
+ * combinedFieldValue(['Content-Type', 'a/b', 'Content-Type', ' a/b'], 'content-type') // → 'a/b'
+ */
+export function combinedFieldValue(rawHeaders: readonly string[], lowerName: string): string | undefined {
+  let combined: string | undefined;
+  let seen: Set<string> | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (!isHeaderName(rawHeaders[i] as string, lowerName)) continue;
+    const value = trimOws(rawHeaders[i + 1] as string);
+    if (combined === undefined) {
+      combined = value;
+      continue;
+    }
+    seen ??= new Set([combined]);
+    if (seen.has(value)) continue;
+    seen.add(value);
+    combined = `${combined}, ${value}`;
+  }
+  return combined;
+}
+
 /** Whether a UTF-16 code unit is optional whitespace, SP or HTAB (RFC 9110 §5.6.3). */
 function isOws(code: number): boolean {
   return code === 0x20 || code === 0x09;

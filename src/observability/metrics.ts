@@ -296,9 +296,14 @@ export function methodLabel(method: string): string {
   return METHODS.has(method) ? method : 'OTHER';
 }
 
-/** A segment that identifies one resource (UUID, number, long hex or token) rather than a route. */
-const ID_SEGMENT =
-  /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+|[0-9a-f]{16,}|[^/]{33,})$/i;
+/**
+ * A segment that identifies one resource rather than a route: one with a digit in it (a UUID, a
+ * number, a ULID, a KSUID, `m-0002`, `msn_01H…`: the service document does not show the format of its
+ * `:uuid` values, part 2), as Datadog's agent quantizes URL paths (`remove_paths_with_digits`), but for
+ * an API version (`v2`, `v1.1`, `v1beta1`); or one over 32 characters (an opaque token without a digit).
+ * A route word with a digit (`oauth2`) becomes `:id` too: a coarser class, never an unbounded one.
+ */
+const ID_SEGMENT = /^(?!v\d+(?:\.\d+)*(?:(?:alpha|beta)\d*)?$)[^/]*\d|^[^/]{33,}$/i;
 
 /**
  * The route shape of a raw path: lower-cased, at most three segments, each without its parameters

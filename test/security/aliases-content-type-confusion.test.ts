@@ -1,7 +1,8 @@
 /**
  * Attack: content-type confusion on a rewritten route (docs/reliability.md fix 168). `Content-Type` is a
- * singleton field, but a client may send a list (`application/json, text/plain`, or two field lines
- * joined), and recipients pick different members (RFC 9110 §8.3): Rack's `media_type`, Werkzeug's
+ * singleton field, but a client may send a list (`application/json, text/plain`, or two field lines,
+ * which a recipient may join: RFC 9110 §5.3; Node keeps the first, fix 173), and recipients pick
+ * different members (RFC 9110 §8.3): Rack's `media_type`, Werkzeug's
  * `parse_options_header` and Rails take the first. The shim took none as JSON, so a legacy client's
  * `{"tags":[…]}` reached such an upstream, which parsed it as JSON, with the deprecated name unrenamed,
  * no `Warning`, and not counted as alias use (the figure that decides when the layer can go). Now the
@@ -13,7 +14,7 @@
  *
  * Goes with the alias layer (`src/aliases/`): deleted with it (docs/removing-the-alias-layer.md).
  */
-import http from 'node:http';
+import http, { type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { send } from '../helpers/http.ts';
@@ -71,6 +72,35 @@ describe('a legacy JSON body under a Content-Type that lists several media types
     expect(reply.json<{ message: string }>().message).toContain('names several media types');
     expect(received.length).toBe(before);
     expect(await hygieneRejections()).toBe(rejections + 1);
+  });
+});
+
+describe('a legacy JSON body under two Content-Type field lines (fix 173)', () => {
+  // Node's parsed view keeps the first line and drops the second: the shim judged `application/json`
+  // alone, renamed the body and sent the upstream one line, while a recipient that joins the lines
+  // (RFC 9110 §5.3) or takes the last one (a front proxy, another framework) reads a list or text/plain.
+  /** A legacy client's headers with one `Content-Type` field line per element (Node's types say string). */
+  const withLines = (lines: string[]) =>
+    ({ ...LEGACY, 'content-type': lines }) as unknown as OutgoingHttpHeaders;
+  it.each([
+    [['application/json', 'text/plain']],
+    [['text/plain', 'application/json']],
+    [['application/json', 'application/json; charset=utf-8']],
+  ])('%j: the shim 400, as for the folded list, nothing upstream', async (lines) => {
+    const before = received.length;
+    const rejections = await hygieneRejections();
+    const reply = await send(stack.url, 'POST', '/missions', withLines(lines), BODY);
+    expect(reply.status).toBe(400);
+    expect(reply.json<{ message: string }>().message).toContain('names several media types');
+    expect(received.length).toBe(before);
+    expect(await hygieneRejections()).toBe(rejections + 1);
+  });
+
+  it('the same media type twice is one: renamed', async () => {
+    const lines = ['application/json', 'application/json'];
+    const reply = await send(stack.url, 'POST', '/missions', withLines(lines), BODY);
+    expect(reply.status).toBe(201);
+    expect(received.at(-1)?.body).toBe('{"name":"m","metadata":["a"]}');
   });
 });
 

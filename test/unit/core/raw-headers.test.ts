@@ -5,6 +5,7 @@
 import { IncomingMessage } from 'node:http';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  combinedFieldValue,
   headerCount,
   headerValue,
   isHeaderName,
@@ -33,6 +34,29 @@ describe('headerCount', () => {
     [['x-api-key', 'a', 'Host', 'x', 'X-API-KEY', 'b', 'x-api-key', 'c'], 'x-api-key', 3],
   ])('%j counts %s %d times', (raw, name, n) => {
     expect(headerCount(raw, name)).toBe(n);
+  });
+});
+
+describe('combinedFieldValue', () => {
+  it.each<[string[], string | undefined]>([
+    [[], undefined],
+    [['Accept', 'a/b'], undefined],
+    [['Content-Type', 'application/json'], 'application/json'],
+    // Two lines with different values: the list a joining recipient sees (RFC 9110 §5.3).
+    [['Content-Type', 'application/json', 'content-type', 'text/plain'], 'application/json, text/plain'],
+    [['content-type', 'text/plain', 'Content-Type', 'application/json'], 'text/plain, application/json'],
+    // The same value again (after its optional whitespace) counts once.
+    [['Content-Type', 'a/b', 'CONTENT-TYPE', ' a/b\t'], 'a/b'],
+    [['Content-Type', 'a/b', 'X', 'y', 'Content-Type', 'c/d', 'Content-Type', 'a/b'], 'a/b, c/d'],
+    [['Content-Type', ''], ''],
+  ])('%j → %j', (raw, expected) => expect(combinedFieldValue(raw, 'content-type')).toBe(expected));
+
+  it('keeps every distinct line of a long list, in order, each once', () => {
+    const raw = Array.from({ length: 4000 }, (_, i) => ['Content-Type', `t/${i % 2000}`]).flat();
+    const members = combinedFieldValue(raw, 'content-type')?.split(', ');
+    expect(members).toHaveLength(2000);
+    expect(members?.[0]).toBe('t/0');
+    expect(members?.at(-1)).toBe('t/1999');
   });
 });
 

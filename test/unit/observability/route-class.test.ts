@@ -32,6 +32,17 @@ describe('routeShape', () => {
     ['/missions//x', '/missions/x'],
     ['/user/me', '/user/me'],
     ['/v2', '/v2'],
+    ['/api/v1.1/missions', '/api/v1.1/missions'],
+    ['/apis/v1beta1/x', '/apis/v1beta1/x'],
+    // Identifiers of any format the upstream chooses (service document part 2: "not shown").
+    ['/missions/01ARZ3NDEKTSV4RRFFQ69G5FAV', '/missions/:id'],
+    ['/missions/V1StGXR8_Z5jdHi6B-myT/metadata', '/missions/:id/metadata'],
+    ['/missions/m-0002', '/missions/:id'],
+    ['/projects/msn_2x9Kq/metadata-types', '/projects/:id/metadata-types'],
+    ['/users/v2x', '/users/:id'],
+    ['/oauth2/token', '/:id/token'],
+    ['/files/abcdefabcdefabcdefabcdefabcdefabcdef', '/files/:id'],
+    ['/notification-preferences', '/notification-preferences'],
     // Path parameters are no part of a route (a session id in a label: docs/reliability.md fix 128).
     ['/missions;jsessionid=MATRIXSECRET', '/missions'],
     ['/missions;x=1/5;v=2/metadata;y', '/missions/:id/metadata'],
@@ -42,8 +53,9 @@ describe('routeShape', () => {
   });
 
   it('reads the same segments as splitting the lower-cased path, each cut at its first `;`', () => {
-    const ID =
-      /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+|[0-9a-f]{16,}|[^/]{33,})$/i;
+    // An identifier: a digit anywhere but in an API version, or more than 32 characters.
+    const VERSION = /^v[0-9]+(\.[0-9]+)*((alpha|beta)[0-9]*)?$/;
+    const ID = { test: (s: string) => (/[0-9]/.test(s) && !VERSION.test(s)) || s.length > 32 };
     const bySplit = (path: string) => {
       let out = '';
       for (const whole of path.toLowerCase().split('/', 5).slice(1, 4)) {
@@ -87,6 +99,18 @@ describe('routeShape', () => {
     const classes = new Set<string>();
     for (let i = 0; i < 1000; i++) classes.add(routeShape(`/missions/${randomUUID()}/metadata`));
     expect([...classes]).toEqual(['/missions/:id/metadata']);
+  });
+
+  it('gives a thousand distinct ids of other formats (ULID-like, prefixed, short) one class per route', () => {
+    const classes = new Set<string>();
+    const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+    for (let i = 0; i < 1000; i++) {
+      const ulid = Array.from({ length: 26 }, (_, k) => alphabet[(i * 31 + k * 7) % 32]).join('');
+      classes.add(routeShape(`/missions/${ulid}/metadata`));
+      classes.add(routeShape(`/missions/m-${i}/metadata`));
+      classes.add(routeShape(`/projects/prj_${i.toString(36)}9`));
+    }
+    expect([...classes].sort()).toEqual(['/missions/:id/metadata', '/projects/:id']);
   });
 
   it('gives a thousand distinct numeric paths one class', () => {
