@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { SemVer } from 'semver';
@@ -8,9 +8,9 @@ import { createAliasLayer } from '../../../src/aliases/index.ts';
 import { injectScanFailure } from '../../../src/aliases/json-scan.ts';
 import { ShimError } from '../../../src/core/errors.ts';
 import type { BufferBudget, Exchange, ExchangeHooks, ResponsePatch } from '../../../src/core/types.ts';
+import { requestHooks } from './request-of.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
-const req = {} as IncomingMessage;
 /** A budget that never refuses (the core's real one is tested with the core). */
 const budget: BufferBudget = {
   tryReserve: () => true,
@@ -78,22 +78,22 @@ describe('createAliasLayer — who gets hooks', () => {
     [null, 'without a client version (public path, preflight)'],
   ] as Array<[string | null, string]>)('returns undefined for client %s (%s)', (version: string | null) => {
     const { plugin, exchangeOf } = setup();
-    expect(plugin.onRequest(exchangeOf('POST', '/missions', JSON_TYPE, version), req)).toBeUndefined();
+    expect(requestHooks(plugin, exchangeOf('POST', '/missions', JSON_TYPE, version))).toBeUndefined();
   });
 
   it('returns undefined when the layer is off', () => {
     const { plugin, exchangeOf } = setup({ enabled: false });
-    expect(plugin.onRequest(exchangeOf('POST', '/missions', JSON_TYPE), req)).toBeUndefined();
+    expect(requestHooks(plugin, exchangeOf('POST', '/missions', JSON_TYPE))).toBeUndefined();
   });
 
   it('gives a release candidate of the sunset version aliases', () => {
     const { plugin, exchangeOf } = setup();
-    expect(plugin.onRequest(exchangeOf('GET', '/missions', {}, '1.0.0-rc.1'), req)).toBeDefined();
+    expect(requestHooks(plugin, exchangeOf('GET', '/missions', {}, '1.0.0-rc.1'))).toBeDefined();
   });
 
   it('gives a legacy client only the response hook on routes without request aliases', () => {
     const { plugin, exchangeOf } = setup();
-    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions/abc'), req));
+    const hooks = hooksOf(requestHooks(plugin, exchangeOf('GET', '/missions/abc')));
     expect(Object.keys(hooks)).toEqual(['onResponse']);
   });
 
@@ -101,23 +101,45 @@ describe('createAliasLayer — who gets hooks', () => {
     const { plugin, exchangeOf } = setup();
     for (const type of ['application/json', 'application/vnd.api+json', 'APPLICATION/JSON; charset=utf-8']) {
       expect(
-        plugin.onRequest(exchangeOf('POST', '/missions', { 'content-type': type }), req)?.body,
+        requestHooks(plugin, exchangeOf('POST', '/missions', { 'content-type': type }))?.body,
       ).toBeDefined();
     }
     for (const headers of [{}, { 'content-type': 'text/plain' }, { 'content-type': 'multipart/form-data' }]) {
-      expect(plugin.onRequest(exchangeOf('POST', '/missions', headers), req)?.body).toBeUndefined();
+      expect(requestHooks(plugin, exchangeOf('POST', '/missions', headers))?.body).toBeUndefined();
     }
+  });
+
+  it('judges a body by its Content-Type lines combined: two types are a list, refused (fix 173)', () => {
+    const { plugin, exchangeOf } = setup();
+    const lines = (...types: string[]) => ({ 'content-type': types }) as unknown as IncomingHttpHeaders;
+    for (const types of [
+      ['application/json', 'text/plain'],
+      ['text/plain', 'application/json'],
+    ]) {
+      expect(() => requestHooks(plugin, exchangeOf('POST', '/missions', lines(...types)))).toThrow(
+        expect.objectContaining({ reason: 'hygiene' }),
+      );
+    }
+    const twice = requestHooks(
+      plugin,
+      exchangeOf('POST', '/missions', lines('application/json', 'application/json')),
+    );
+    expect(twice?.body).toBeDefined();
+    // A list without JSON: not a JSON body, nothing to rename, nothing refused.
+    expect(
+      requestHooks(plugin, exchangeOf('POST', '/missions', lines('text/plain', 'text/csv')))?.body,
+    ).toBeUndefined();
   });
 
   it('rewrites queries only on query routes', () => {
     const { plugin, exchangeOf } = setup();
-    expect(plugin.onRequest(exchangeOf('GET', '/files?tags=1'), req)?.rewriteQuery).toBeDefined();
+    expect(requestHooks(plugin, exchangeOf('GET', '/files?tags=1'))?.rewriteQuery).toBeDefined();
     expect(
-      plugin.onRequest(exchangeOf('POST', '/projects/p/metadata-types/'), req)?.rewriteQuery,
+      requestHooks(plugin, exchangeOf('POST', '/projects/p/metadata-types/'))?.rewriteQuery,
     ).toBeDefined();
-    expect(plugin.onRequest(exchangeOf('GET', '/missions?tags=1'), req)?.rewriteQuery).toBeUndefined();
+    expect(requestHooks(plugin, exchangeOf('GET', '/missions?tags=1'))?.rewriteQuery).toBeUndefined();
     expect(
-      plugin.onRequest(exchangeOf('PUT', '/projects/p/metadata-types', JSON_TYPE), req)?.rewriteQuery,
+      requestHooks(plugin, exchangeOf('PUT', '/projects/p/metadata-types', JSON_TYPE))?.rewriteQuery,
     ).toBeUndefined();
   });
 });
@@ -126,7 +148,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
   it('renames a body alias, warns and counts', async () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('POST', '/missions', JSON_TYPE);
-    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    const hooks = hooksOf(requestHooks(plugin, exchange));
     const out = hooks.body!.rewrite(Buffer.from('{"name":"m","tags":[{"k":1.50}],"ignoreTags":true}'));
     expect(out.toString()).toBe('{"name":"m","metadata":[{"k":1.50}],"ignoreMissingMetadata":true}');
     expect(exchange.responseHeaders).toEqual([
@@ -144,7 +166,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('POST', '/missions/u1/metadata', JSON_TYPE);
     const body = Buffer.from('{"metadata":[]}');
-    expect(hooksOf(plugin.onRequest(exchange, req)).body!.rewrite(body)).toBe(body);
+    expect(hooksOf(requestHooks(plugin, exchange)).body!.rewrite(body)).toBe(body);
     expect(exchange.responseHeaders).toEqual([]);
     expect(exchange.logFields).toEqual({});
     expect(await uses()).toEqual([]);
@@ -152,7 +174,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
 
   it('lets ShimError 400 through for malformed JSON', () => {
     const { plugin, exchangeOf } = setup();
-    const hooks = hooksOf(plugin.onRequest(exchangeOf('POST', '/projects', JSON_TYPE), req));
+    const hooks = hooksOf(requestHooks(plugin, exchangeOf('POST', '/projects', JSON_TYPE)));
     expect(() => hooks.body!.rewrite(Buffer.from('{"requiredTags":[1,]}'))).toThrow(ShimError);
   });
 
@@ -163,7 +185,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
       docsUrl: 'https://docs.example.com/aliases',
     });
     const exchange = exchangeOf('GET', '/Files/?tags[]=a&take=5', {}, '0.9.0-beta.2');
-    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    const hooks = hooksOf(requestHooks(plugin, exchange));
     expect(hooks.rewriteQuery!('tags[]=a&take=5&tags[]=b')).toBe(
       'metadataByTypeUuid[]=a&take=5&metadataByTypeUuid[]=b',
     );
@@ -181,7 +203,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
   it('sends no signals for a query without aliases', () => {
     const { plugin, exchangeOf } = setup({ docsUrl: 'https://docs.example.com' });
     const exchange = exchangeOf('POST', '/projects/p/metadata-types?metadataTypeUUID=x');
-    expect(hooksOf(plugin.onRequest(exchange, req)).rewriteQuery!('metadataTypeUUID=x')).toBe(
+    expect(hooksOf(requestHooks(plugin, exchange)).rewriteQuery!('metadataTypeUUID=x')).toBe(
       'metadataTypeUUID=x',
     );
     expect(exchange.responseHeaders).toEqual([]);
@@ -190,7 +212,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
   it('records an alias once even when it is used twice in one request', async () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/files', JSON_TYPE);
-    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    const hooks = hooksOf(requestHooks(plugin, exchange));
     hooks.rewriteQuery!('tags=a');
     hooks.rewriteQuery!('tags=b');
     expect(exchange.responseHeaders).toHaveLength(1);
@@ -210,7 +232,7 @@ describe('createAliasLayer — request rewrites and signals', () => {
     const plugin = createAliasLayer(DEFAULTS, { logger: pino({ level: 'silent' }), registry, budget }, table);
     const exchange = setup().exchangeOf('POST', '/many', JSON_TYPE);
     const body = `{${table.map((r) => `"${r.alias}":1`).join(',')}}`;
-    hooksOf(plugin.onRequest(exchange, req)).body!.rewrite(Buffer.from(body));
+    hooksOf(requestHooks(plugin, exchange)).body!.rewrite(Buffer.from(body));
     const warnings = exchange.responseHeaders.filter(([name]) => name === 'Warning');
     expect(warnings.length).toBeGreaterThan(10);
     expect(warnings.length).toBeLessThan(60);
@@ -224,7 +246,7 @@ describe('createAliasLayer — a request counts once the upstream answered it, n
   async function countedAfter(status: number | undefined) {
     const { plugin, registry, exchangeOf, uses } = setup();
     const exchange = exchangeOf('POST', '/missions', { ...JSON_TYPE, 'x-api-key': 'made-up' });
-    const hooks = hooksOf(plugin.onRequest(exchange, req));
+    const hooks = hooksOf(requestHooks(plugin, exchange));
     hooks.body!.rewrite(Buffer.from('{"tags":{}}'));
     if (status !== undefined) hooks.onResponse!(status, JSON_TYPE);
     const consumers = (await registry.getSingleMetric('shim_alias_consumers')!.get()).values;
@@ -251,7 +273,7 @@ describe('createAliasLayer — a request counts once the upstream answered it, n
 
   it('a request that used no alias counts nowhere, whatever the answer', async () => {
     const { plugin, registry, exchangeOf, uses } = setup();
-    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/files?metadataByTypeUuid=a'), req));
+    const hooks = hooksOf(requestHooks(plugin, exchangeOf('GET', '/files?metadataByTypeUuid=a')));
     hooks.rewriteQuery!('metadataByTypeUuid=a');
     hooks.onResponse!(200, JSON_TYPE);
     expect(await uses()).toEqual([]);
@@ -264,7 +286,7 @@ describe('createAliasLayer — shim_alias_consumers', () => {
     const { plugin, registry, exchangeOf } = setup({ consumerTableSize: 3, consumerHeader: 'x-consumer' });
     const aliased = (consumer: string) => {
       const hooks = hooksOf(
-        plugin.onRequest(exchangeOf('GET', '/files?tags=a', { 'x-consumer': consumer }), req),
+        requestHooks(plugin, exchangeOf('GET', '/files?tags=a', { 'x-consumer': consumer })),
       );
       hooks.rewriteQuery!('tags=a');
       hooks.onResponse!(200, JSON_TYPE);
@@ -292,25 +314,25 @@ describe('createAliasLayer — response patches', () => {
     [undefined, false],
   ])('patches %s responses: %s', (type, expected) => {
     const { plugin, exchangeOf } = setup();
-    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
+    const hooks = hooksOf(requestHooks(plugin, exchangeOf('GET', '/missions')));
     const headers: IncomingHttpHeaders = type === undefined ? {} : { 'content-type': type };
     expect(hooks.onResponse!(200, headers) !== undefined).toBe(expected);
   });
 
   it('returns a patch for a HEAD or a 304 without Content-Type (the core adjusts the headers)', () => {
     const { plugin, exchangeOf } = setup();
-    const head = hooksOf(plugin.onRequest(exchangeOf('HEAD', '/missions'), req));
+    const head = hooksOf(requestHooks(plugin, exchangeOf('HEAD', '/missions')));
     expect(head.onResponse!(200, {})).toBeDefined();
     expect(head.onResponse!(200, JSON_TYPE)).toBeDefined();
     expect(head.onResponse!(200, { 'content-type': 'text/html' })).toBeUndefined();
-    const get = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
+    const get = hooksOf(requestHooks(plugin, exchangeOf('GET', '/missions')));
     expect(get.onResponse!(304, {})).toBeDefined();
     expect(get.onResponse!(200, {})).toBeUndefined();
   });
 
   it('holds copies up to MAX_PATCH_VALUE, then passes the rest unpatched', () => {
     const { plugin, exchangeOf } = setup({ maxPatchValue: 8 });
-    const patch = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req)).onResponse!(200, JSON_TYPE)!;
+    const patch = hooksOf(requestHooks(plugin, exchangeOf('GET', '/missions'))).onResponse!(200, JSON_TYPE)!;
     expect(run(patch, '[{"metadata":[1]},{"metadata":"0123456789"}]')).toEqual({
       outcome: { kind: 'skipped', reason: 'value_too_large' },
       body: '[{"metadata":[1],"tags":[1]},{"metadata":"0123456789"}]',
@@ -322,7 +344,7 @@ describe('createAliasLayer — response patches', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const plugin = createAliasLayer(DEFAULTS, { logger, registry: new Registry(), budget });
     const { exchangeOf } = setup();
-    const patch = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req)).onResponse!(200, JSON_TYPE)!;
+    const patch = hooksOf(requestHooks(plugin, exchangeOf('GET', '/missions'))).onResponse!(200, JSON_TYPE)!;
     injectScanFailure(new Error('unreachable'));
     expect(run(patch, '[{"metadata":1}]').body).toBe('[{"metadata":1}]');
     const failure = lines.find((l) => l.msg === 'the JSON scanner failed; the response passes unpatched');
@@ -331,7 +353,7 @@ describe('createAliasLayer — response patches', () => {
 
   it('patches JSON responses of any status', () => {
     const { plugin, exchangeOf } = setup();
-    const hooks = hooksOf(plugin.onRequest(exchangeOf('GET', '/missions'), req));
+    const hooks = hooksOf(requestHooks(plugin, exchangeOf('GET', '/missions')));
     for (const status of [200, 201, 400, 404, 500])
       expect(hooks.onResponse!(status, JSON_TYPE)).toBeDefined();
   });
@@ -339,7 +361,7 @@ describe('createAliasLayer — response patches', () => {
   it('adds aliases, logs how many and counts each alias once per response', async () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/missions', {}, '0.59.3');
-    const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
+    const patch = hooksOf(requestHooks(plugin, exchange)).onResponse!(200, JSON_TYPE)!;
     expect(
       run(
         patch,
@@ -357,9 +379,9 @@ describe('createAliasLayer — response patches', () => {
   it('passes unchanged and skipped outcomes through', async () => {
     const { plugin, exchangeOf, uses } = setup();
     const exchange = exchangeOf('GET', '/missions');
-    const patch = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
+    const patch = hooksOf(requestHooks(plugin, exchange)).onResponse!(200, JSON_TYPE)!;
     expect(run(patch, '{"a":1,"b":[2]}').outcome).toEqual({ kind: 'unchanged' });
-    const second = hooksOf(plugin.onRequest(exchange, req)).onResponse!(200, JSON_TYPE)!;
+    const second = hooksOf(requestHooks(plugin, exchange)).onResponse!(200, JSON_TYPE)!;
     expect(run(second, '{"metadata":[1,')).toEqual({
       outcome: { kind: 'skipped', reason: 'invalid_json' },
       body: '{"metadata":[1,',

@@ -14,9 +14,9 @@ import { keyFingerprint } from '../../../src/aliases/consumer.ts';
 import { createAliasLayer } from '../../../src/aliases/index.ts';
 import { USAGE_PATH } from '../../../src/aliases/usage-routes.ts';
 import type { AdminRoute, Exchange } from '../../../src/core/types.ts';
+import { requestHooks } from './request-of.ts';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
-const req = {} as IncomingMessage;
 const FINGERPRINT_KEY = 'test-fingerprint-key-0001';
 const windows = (text: string) => {
   const r = parseBrownouts(text);
@@ -105,7 +105,7 @@ function setup(overrides: Partial<AliasSettings> = {}) {
 
 /** Sends a legacy request through the hooks the plugin returns, as the core would. */
 function run(plugin: ReturnType<typeof setup>['plugin'], exchange: Exchange, body?: string) {
-  const hooks = plugin.onRequest(exchange, req);
+  const hooks = requestHooks(plugin, exchange);
   const query = hooks?.rewriteQuery ? hooks.rewriteQuery(exchange.rawQuery) : exchange.rawQuery;
   const sent = body !== undefined && hooks?.body ? hooks.body.rewrite(Buffer.from(body)).toString() : body;
   hooks?.onStatus?.(400);
@@ -262,7 +262,7 @@ describe('brownouts', () => {
     const { plugin, exchangeOf, setClock, metric, usage } = setup({ brownouts: BROWNOUTS });
     setClock('2027-01-12T14:10:00Z');
     const ex = exchangeOf('POST', '/missions', JSON_TYPE);
-    const hooks = plugin.onRequest(ex, req)!;
+    const hooks = requestHooks(plugin, ex)!;
     expect(hooks.body).toBeUndefined();
     expect(hooks.rewriteQuery).toBeUndefined();
     // An observer only: no patch, and Range goes upstream as without the layer.
@@ -295,7 +295,7 @@ describe('brownouts', () => {
     setClock('2027-01-12T14:10:00Z');
     const browned = (key: string) => {
       const ex = exchangeOf('GET', '/files?tags=a', { 'x-api-key': key });
-      return { ex, hooks: plugin.onRequest(ex, req)! };
+      return { ex, hooks: requestHooks(plugin, ex)! };
     };
     for (const status of [401, 403, 500, 503]) browned(`made-up-${status}`).hooks.onStatus!(status);
     const unanswered = browned('made-up-never-answered');
@@ -318,12 +318,12 @@ describe('brownouts', () => {
   it('leave requests that cannot use an alias untouched inside the window', () => {
     const { plugin, exchangeOf, setClock } = setup({ brownouts: BROWNOUTS });
     setClock('2027-01-12T14:10:00Z');
-    expect(plugin.onRequest(exchangeOf('GET', '/missions'), req)).toBeUndefined();
-    expect(plugin.onRequest(exchangeOf('GET', '/files?metadataByTypeUuid=a'), req)).toBeUndefined();
+    expect(requestHooks(plugin, exchangeOf('GET', '/missions'))).toBeUndefined();
+    expect(requestHooks(plugin, exchangeOf('GET', '/files?metadataByTypeUuid=a'))).toBeUndefined();
     expect(
-      plugin.onRequest(exchangeOf('POST', '/missions', { 'content-type': 'text/plain' }), req),
+      requestHooks(plugin, exchangeOf('POST', '/missions', { 'content-type': 'text/plain' })),
     ).toBeUndefined();
-    expect(plugin.onRequest(exchangeOf('GET', '/files?tags=a', {}, '1.0.0'), req)).toBeUndefined();
+    expect(requestHooks(plugin, exchangeOf('GET', '/files?tags=a', {}, '1.0.0'))).toBeUndefined();
   });
 });
 
