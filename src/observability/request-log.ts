@@ -100,8 +100,7 @@ function writeLine(
       line.rejection = state.rejection;
       // Which client it was: a release that sends no version, a misconfigured key header.
       const agent = req.headers['user-agent'];
-      if (agent !== undefined)
-        line.userAgent = agent.length > MAX_USER_AGENT ? agent.slice(0, MAX_USER_AGENT) : agent;
+      if (agent !== undefined) line.userAgent = logSafe(agent.slice(0, MAX_USER_AGENT));
     }
     Object.assign(line, state.exchange.logFields);
   }
@@ -145,6 +144,18 @@ export function logPath(target: string): string {
 
 /** Most characters of a `User-Agent` a refusal's line holds. */
 const MAX_USER_AGENT = 256;
+
+/**
+ * A client's header value as the log holds it: Node reads field values as Latin-1, so bytes 0x80–0x9f
+ * arrive as the C1 controls U+0080–U+009F (CSI, NEL, OSC …), which JSON does not escape and a terminal
+ * tailing the log may act on. Everything outside visible ASCII and space is written `\xNN`, as nginx's
+ * access log does (`escape=default`) and as consumer.ts's `sanitizeId` keeps only visible ASCII.
+ */
+function logSafe(value: string): string {
+  return /[^\x20-\x7e]/.test(value)
+    ? value.replace(/[^\x20-\x7e]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+    : value;
+}
 
 /**
  * What the line's path is made from: the exchange's path for an origin-form target (what the pipeline

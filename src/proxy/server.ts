@@ -452,7 +452,8 @@ function closeInStages(socket: Duplex, lingerMs?: number): void {
  */
 function writeRaw(socket: Duplex, status: number, message: string, extra: readonly string[]): void {
   const { headers, body } = errorHead(status, message, extra);
-  headers.push('Connection', 'close');
+  // RFC 9110 §6.6.1: an origin server with a clock sends Date on every 2xx–4xx response, its own too.
+  headers.push('Date', new Date().toUTCString(), 'Connection', 'close');
   let head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n`;
   for (let i = 0; i + 1 < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
   socket.write(`${head}\r\n${body.toString('utf8')}`);
