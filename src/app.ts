@@ -352,9 +352,12 @@ function createAdmission(
       if (!isAnsweredByServer(res)) res.destroy();
       return;
     }
-    // A refusal decided after the client went away (a coded body whose decode ended after the client's
-    // FIN or reset: too large, not JSON): the exchange's line was written at the close (aborted, no
-    // rejection) and nothing can be sent. Counted, with a line of its own, so that every count has a
+    // The HTTP server answered this request itself (fix 156): its refusal was counted and logged as the
+    // server's; no error of the exchange's own is counted or logged beside it.
+    if (err instanceof ShimError && isAnsweredByServer(res)) return;
+    // A refusal decided after the connection closed (a coded body whose decode ended after the client's
+    // FIN or reset, or a drain's cut: too large, not JSON): the exchange's line was written at the close
+    // (aborted, no rejection) and nothing can be sent. Counted, with a line of its own, so that every count has a
     // line (as fix 110 does for an upstream failure after the response; docs/reliability.md fix 172).
     if (err instanceof ShimError && state !== undefined && res.destroyed && !res.headersSent) {
       metrics.rejections.inc({ reason: err.reason });
@@ -366,7 +369,7 @@ function createAdmission(
           rejection: err.reason,
           refusal: err.message,
         },
-        'request refused after its client went away',
+        'request refused after its connection closed',
       );
       return;
     }

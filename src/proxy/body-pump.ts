@@ -76,7 +76,7 @@ export interface BodyTarget {
  * @param target Where the body goes.
  * @param start Called once, just before the first chunk is written or the target is ended (and not
  *   once the target was destroyed or ended by someone else): a response's head, written only when its
- *   body starts (forward.ts), so that a source failing before its first byte can still be answered.
+ *   body starts (relay-response.ts), so that a source failing before its first byte can still be answered.
  * @throws Nothing of its own; a target's failed write reaches only that write's callback.
  */
 export function pumpBody(source: BodySource, target: BodyTarget, start?: () => void): void {

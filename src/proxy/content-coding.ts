@@ -23,7 +23,7 @@ const ZSTD_WINDOW_LOG_MAX = 23;
  * 32 KiB for gzip and deflate, with zlib's state; RFC 7932 §9.1: up to 16 MiB for brotli, the largest
  * window without the large-window extension, which Node's decoder leaves off; zstd: the 8 MiB of
  * {@link ZSTD_WINDOW_LOG_MAX}). The bound of {@link declaredWindowBytes}, which a request body's decode
- * (request-body.ts, fix 134) and a patched response's decoder (forward.ts, fix 135) reserve from the
+ * (request-body.ts, fix 134) and a patched response's decoder (relay-response.ts, fix 135) reserve from the
  * budget (docs/reliability.md).
  */
 export const DECODER_WINDOW_BYTES: Readonly<Record<SupportedCoding, number>> = Object.freeze({

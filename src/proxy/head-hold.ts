@@ -58,7 +58,7 @@ export interface HeadHold {
    * first byte is written, or at the end of an empty body. Calling it again writes nothing more.
    */
   readonly start: () => void;
-  /** Ends the hold without writing anything (the response takes another head: forward.ts). */
+  /** Ends the hold without writing anything (the response takes another head: relay-response.ts). */
   readonly cancel: () => void;
 }
 
@@ -76,7 +76,7 @@ export interface HeadHold {
  * @param holdMs The longest wait, in ms ({@link HEAD_HOLD_MS}).
  * @param timers The clock (Node's timers unless a test gives its own).
  * @returns The hold: `start` for the body's first byte, `cancel`.
- * @throws Nothing of its own; `writeHead`'s errors are the caller's (forward.ts catches them).
+ * @throws Nothing of its own; `writeHead`'s errors are the caller's (relay-response.ts catches them).
  */
 export function holdHead(
   res: HeldResponse,

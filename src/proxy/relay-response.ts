@@ -44,7 +44,9 @@ export interface ResponseRelayOptions {
   readonly varyHeader: string | undefined;
   /** Name `varyHeader` on every upstream response, not only on those to a versioned request. */
   readonly varyAll: boolean;
+  /** Where the upstream's duration (`shim_upstream_duration_seconds`) and skipped patches are counted. */
   readonly metrics: CoreMetrics;
+  /** Where a patched response that went out unpatched is logged (`warn`). */
   readonly logger: Logger;
   /** Headers to add to the response, computed after the plugins' `onResponse` (forward.ts). */
   responseHeaders(state: ExchangeState, upstream: IncomingMessage | undefined): string[];
@@ -57,9 +59,11 @@ export interface ResponseRelayOptions {
  * and logged.
  * @param options What the relay reads ({@link ResponseRelayOptions}); read once, here.
  * @returns The attempt's `relayResponse` (upstream-attempt.ts): `(forwarding, upstreamRes, fail,
- *   abandon)`; a head `writeHead` refuses, or a patch that throws, is handed to `abandon`; a body that
- *   fails later to `fail`.
- * @throws Nothing.
+ *   abandon)`. A head `writeHead` refuses from a pump's listener, or a patch that throws, is handed to
+ *   `abandon`; a body that fails later to `fail`. What throws while the relay itself runs (a plugin's
+ *   hook, `responseHeaders`, the bodiless patched head's `writeHead`) is thrown to its caller, which
+ *   abandons the exchange the same way (upstream-attempt.ts).
+ * @throws Nothing when created.
  */
 export function createResponseRelay(options: ResponseRelayOptions): UpstreamAttemptOptions['relayResponse'] {
   const { responseHeadHoldMs, budget, varyHeader, varyAll, metrics, logger } = options;

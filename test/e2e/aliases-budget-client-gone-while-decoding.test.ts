@@ -112,7 +112,7 @@ describe('a coded body whose client goes away while it is decoded, then refused'
     expect(exchange).toHaveLength(1);
     expect(exchange[0]).toMatchObject({ aborted: true });
     expect(exchange[0]?.rejection).toBeUndefined();
-    const refused = lines.filter((l) => l.msg === 'request refused after its client went away');
+    const refused = lines.filter((l) => l.msg === 'request refused after its connection closed');
     expect(refused).toEqual([
       expect.objectContaining({
         level: 40,

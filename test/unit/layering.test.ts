@@ -1,14 +1,14 @@
 /**
- * Keeps the house's one-way imports (STYLE.md; README "How a request flows through src/"): `core/` is
+ * Keeps the one-way imports README "How a request flows through src/" describes: `core/` is
  * the shared kernel and imports nothing outside itself; the gates speak `core/` only; the proxy and
  * the observability modules build on `core/`; a plugin (any other folder of src/) sits on `core/`, the
  * logger's and the metrics' helpers and config.ts's schema helpers, and nothing but `app.ts`, the
  * composition root, imports it — so that deleting a plugin's folder touches one line outside it
- * (docs/removing-the-alias-layer.md). Reads the `import … from` and `import()` specifiers of every
- * module in src/.
+ * (docs/removing-the-alias-layer.md). Reads every module's imports with TypeScript's own scan.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const SRC = join(import.meta.dirname, '..', '..', 'src');
@@ -41,11 +41,18 @@ function modules(): string[] {
     .map((e) => join(e.parentPath, e.name));
 }
 
-/** Relative specifiers a module imports, statically or dynamically, resolved to files. */
+/**
+ * Relative specifiers a module imports, resolved to files: TypeScript's own scan of its imports
+ * (`import … from`, `import type`, side-effect `import '…'`, `export … from`, `import('…')`), so that no
+ * spelling slips past a regular expression.
+ */
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  const found = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*)['"](\.[^'"]+)['"]/g)];
-  return found.map((m) => resolve(dirname(file), m[1] ?? ''));
+  return ts
+    .preProcessFile(text, true, true)
+    .importedFiles.map((f) => f.fileName)
+    .filter((name) => name.startsWith('.') || isAbsolute(name))
+    .map((name) => resolve(dirname(file), name));
 }
 
 describe('imports between the folders of src/', () => {
