@@ -148,12 +148,24 @@ const MAX_USER_AGENT = 256;
 /**
  * A client's header value as the log holds it: Node reads field values as Latin-1, so bytes 0x80–0x9f
  * arrive as the C1 controls U+0080–U+009F (CSI, NEL, OSC …), which JSON does not escape and a terminal
- * tailing the log may act on. Everything outside visible ASCII and space is written `\xNN`, as nginx's
- * access log does (`escape=default`) and as consumer.ts's `sanitizeId` keeps only visible ASCII.
+ * tailing the log may act on. Everything outside visible ASCII and space, and `\` itself, is written
+ * `\xNN`, as nginx's access log does (`escape=default`) and as consumer.ts's `sanitizeId` keeps only
+ * visible ASCII: a client's literal `\x9b` is logged `\x5cx9b`, never like an escaped byte.
+ * @param value A header value as Node parsed it (Latin-1: code units up to 0xff).
+ * @returns The value with those characters escaped; `value` itself when there are none.
+ * @throws Nothing.
+ * @example logSafe('probe\u009b2J') // → 'probe\\x9b2J' (the characters `probe\x9b2J`)
  */
 function logSafe(value: string): string {
-  return /[^\x20-\x7e]/.test(value)
-    ? value.replace(/[^\x20-\x7e]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+  // `\` too (nginx's `escape=default` does): else a client's literal `\x9b` reads as an escaped byte.
+  return /[^\x20-\x5b\x5d-\x7e]/.test(value)
+    ? value.replace(/[^\x20-\x5b\x5d-\x7e]/g, (c) => {
+        const code = c.charCodeAt(0);
+        // Above 0xff (not from Node's Latin-1 parser, but never ambiguous): \uNNNN.
+        return code > 0xff
+          ? `\\u${code.toString(16).padStart(4, '0')}`
+          : `\\x${code.toString(16).padStart(2, '0')}`;
+      })
     : value;
 }
 

@@ -8,7 +8,7 @@
  * that far (Node's parser refuses them with 400), and `X-Request-Id` and `traceparent` are checked
  * before they are logged; the `User-Agent` of a refusal was the one way in.
  *
- * Now a client's `User-Agent` is logged with everything outside visible ASCII and space written `\xNN`,
+ * Now a client's `User-Agent` is logged with everything outside visible ASCII and space, and `\` itself, written `\xNN`,
  * as nginx's access log escapes it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,6 +45,15 @@ describe('log injection with C1 control characters in User-Agent', () => {
     const line = await lineOf(marker);
     expect(line.userAgent).toBe(`${marker} \\x9b2J\\x9b1;31mFAKE\\x85next \\xe9`);
     expect(String(line.userAgent)).not.toMatch(/[\u0080-\u009f]/);
+  });
+
+  it('a literal backslash is escaped too: a forged `\\x9b` never reads like an escaped byte', async () => {
+    const marker = 'forged-probe';
+    await sendRawUntilClose(
+      stack.url,
+      `GET /missions HTTP/1.1\r\nHost: shim.test\r\nUser-Agent: ${marker} a\\x9b b\r\nConnection: close\r\n\r\n`,
+    );
+    expect((await lineOf(marker)).userAgent).toBe(`${marker} a\\x5cx9b b`);
   });
 
   it('a plain User-Agent is logged as sent', async () => {
