@@ -355,30 +355,30 @@ function createAdmission(
     // The HTTP server answered this request itself (fix 156): its refusal was counted and logged as the
     // server's; no error of the exchange's own is counted or logged beside it.
     if (err instanceof ShimError && isAnsweredByServer(res)) return;
-    // A refusal decided after the connection closed (a coded body whose decode ended after the client's
-    // FIN or reset, or a drain's cut: too large, not JSON): the exchange's line was written at the close
-    // (aborted, no rejection) and nothing can be sent. Counted, with a line of its own, so that every count has a
-    // line (as fix 110 does for an upstream failure after the response; docs/reliability.md fix 172).
-    if (err instanceof ShimError && state !== undefined && res.destroyed && !res.headersSent) {
-      metrics.rejections.inc({ reason: err.reason });
-      const requestId = requestIdOf(req.headers['x-request-id']);
-      logger.warn(
-        {
-          req: { method: req.method, path: logPath(state.exchange.path) },
-          ...(requestId !== undefined && { requestId }),
-          rejection: err.reason,
-          refusal: err.message,
-        },
-        'request refused after its connection closed',
-      );
-      return;
-    }
     // A ShimError comes from a gate or the forwarder, after `admit` stored the state.
     if (err instanceof ShimError && state !== undefined) {
+      metrics.rejections.inc({ reason: err.reason });
+      // A refusal decided after the connection closed (a coded body whose decode ended after the
+      // client's FIN or reset, or a drain's cut: too large, not JSON): the exchange's line was written at
+      // the close (aborted, no rejection) and nothing can be sent. Counted, with a line of its own, so
+      // that every count has a line (as fix 110 does for an upstream failure after the response;
+      // docs/reliability.md fix 172).
+      if (res.destroyed && !res.headersSent) {
+        const requestId = requestIdOf(req.headers['x-request-id']);
+        logger.warn(
+          {
+            req: { method: req.method, path: logPath(state.exchange.path) },
+            ...(requestId !== undefined && { requestId }),
+            rejection: err.reason,
+            refusal: err.message,
+          },
+          'request refused after its connection closed',
+        );
+        return;
+      }
       state.rejection = err.reason;
       // What the client was told (its messages never hold a credential): for the operator, why.
       state.exchange.logFields.refusal = err.message;
-      metrics.rejections.inc({ reason: err.reason });
       const headers = responseHeaders(state, undefined);
       // A body the shim stopped reading (budget, timeout) will not be drained, and a head the hygiene
       // gate refused (its target, framing or HTTP version) may not be where the client thinks it is:

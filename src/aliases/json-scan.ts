@@ -41,6 +41,19 @@ export interface ScanError {
 }
 
 /**
+ * The {@link ScanError} of a scanner that failed itself ({@link SCAN_FAILED}: a WebAssembly trap, or
+ * memory it could not have), not of the text.
+ * @param offset Byte offset of the text where the scan stopped.
+ * @param err What was thrown (anything: wrapped in an `Error` when it is none).
+ * @returns The error, its message `the JSON scanner failed: <message>`, `failure` the `Error`.
+ * @throws Nothing.
+ */
+function scanFailure(offset: number, err: unknown): ScanError {
+  const failure = err instanceof Error ? err : new Error(String(err));
+  return { offset, message: `the JSON scanner failed: ${failure.message}`, failure };
+}
+
+/**
  * Receives the members whose key is one of the scanned names. Calls nest like the text: `onKey` at depth
  * d, then the members of objects inside the value (deeper), then `onValue` at depth d.
  */
@@ -661,12 +674,7 @@ export class JsonStreamScanner {
           // theirs was saved when this one took its turn.
           engine = undefined;
           owner = undefined;
-          const failure = err instanceof Error ? err : new Error(String(err));
-          this.error = {
-            offset: windowBase + from,
-            message: `the JSON scanner failed: ${failure.message}`,
-            failure,
-          };
+          this.error = scanFailure(windowBase + from, err);
           return this.#finish(SCAN_FAILED);
         }
         refresh(e);
@@ -788,8 +796,7 @@ export class JsonStreamScanner {
     try {
       return this.#acquire();
     } catch (err) {
-      const failure = err instanceof Error ? err : new Error(String(err));
-      this.error = { offset, message: `the JSON scanner failed: ${failure.message}`, failure };
+      this.error = scanFailure(offset, err);
       return undefined;
     }
   }
@@ -947,12 +954,7 @@ export class JsonStreamScanner {
     } catch (err) {
       engine = undefined;
       owner = undefined;
-      const failure = err instanceof Error ? err : new Error(String(err));
-      this.error = {
-        offset: windowBase + words[(e.events >> 2) + first * 3 + 2]!,
-        message: `the JSON scanner failed: ${failure.message}`,
-        failure,
-      };
+      this.error = scanFailure(windowBase + words[(e.events >> 2) + first * 3 + 2]!, err);
       return -1;
     }
     if (next === first) return first;
