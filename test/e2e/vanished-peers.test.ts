@@ -159,37 +159,51 @@ async function kernelTakes(): Promise<number> {
   return taken;
 }
 
+/**
+ * One run of the tail scenario: an upstream response of `length` bytes to a client that never reads.
+ * @returns The exchange's log line, the ms until it was written, and the stack (closed by `cleanup`).
+ */
+async function tailScenario(length: number) {
+  const upstream = await startRawUpstream((socket, received) => {
+    if (!received.endsWith('\r\n\r\n')) return;
+    socket.write(
+      `HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`,
+    );
+    socket.write(Buffer.alloc(length, 0x62));
+  });
+  cleanup.push(() => upstream.close());
+  const stack = await startStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) });
+  cleanup.push(() => stack.close());
+
+  const { port } = new URL(stack.url);
+  const client = net.connect(Number(port), '127.0.0.1');
+  client.on('error', () => {});
+  cleanup.push(async () => client.destroy());
+  client.pause();
+  const started = performance.now();
+  client.write(
+    `GET /bytes HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: ${CURRENT['service-client-version']}\r\nx-api-key: ${CURRENT['x-api-key']}\r\n\r\n`,
+  );
+  const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
+    timeoutMs: TIMEOUT_MS * 4,
+    what: 'the request line (the client connection cut)',
+  });
+  return { line, ms: performance.now() - started, stack };
+}
+
 describe('a client that vanishes with the tail of a whole upstream response unsent', () => {
   it('is cut after UPSTREAM_TIMEOUT_MS, its line clientStalled, not held until the kernel gives up', async () => {
     // A body that fills the kernel's buffers towards the client, and 24 KiB more: the upstream's whole
     // response is read (its connection goes back to the pool), and its last bytes wait in the shim.
-    const length = (await kernelTakes()) + 24 * 1024;
-    const upstream = await startRawUpstream((socket, received) => {
-      if (!received.endsWith('\r\n\r\n')) return;
-      socket.write(
-        `HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`,
-      );
-      socket.write(Buffer.alloc(length, 0x62));
-    });
-    cleanup.push(() => upstream.close());
-    const stack = await startStack({ UPSTREAM_URL: upstream.url, UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) });
-    cleanup.push(() => stack.close());
-
-    const { port } = new URL(stack.url);
-    const client = net.connect(Number(port), '127.0.0.1');
-    client.on('error', () => {});
-    cleanup.push(async () => client.destroy());
-    client.pause();
-    const started = performance.now();
-    client.write(
-      `GET /bytes HTTP/1.1\r\nHost: shim.test\r\nService-Client-Version: ${CURRENT['service-client-version']}\r\nx-api-key: ${CURRENT['x-api-key']}\r\n\r\n`,
-    );
-
-    const line = await waitFor(() => stack.logs().find((l) => l.msg === 'request completed'), {
-      timeoutMs: TIMEOUT_MS * 4,
-      what: 'the request line (the client connection cut)',
-    });
-    const ms = performance.now() - started;
+    // The kernel's share is measured on another connection and may grow (TCP buffer autotuning): when it
+    // took the whole response (a line without `aborted`, written at once), no tail was left to test, and
+    // the scenario runs again with a new measurement. Without the fix the line never comes in time.
+    let run = await tailScenario((await kernelTakes()) + 24 * 1024);
+    for (let again = 0; again < 2 && run.line.aborted !== true; again++) {
+      for (const c of cleanup.splice(0).reverse()) await c();
+      run = await tailScenario((await kernelTakes()) + 24 * 1024);
+    }
+    const { line, ms, stack } = run;
     expect(line).toMatchObject({ res: { statusCode: 200 }, aborted: true, clientStalled: true });
     expect(line).not.toHaveProperty('upstreamError');
     expect(ms).toBeLessThan(TIMEOUT_MS * 1.7);
