@@ -117,7 +117,11 @@ describe('streaming through a shim process', () => {
   });
 
   it('runs the shim with the V8 flags of npm start', () => {
-    expect(STREAMING_FLAGS).toEqual(['--max-semi-space-size=2', '--scavenger-max-new-space-capacity-mb=4']);
+    expect(STREAMING_FLAGS).toEqual([
+      '--max-semi-space-size=2',
+      '--scavenger-max-new-space-capacity-mb=4',
+      '--max-old-space-size=256',
+    ]);
   });
 
   // What this guards: no body is held whole (one buffered 200 MiB body would add at least 200 MiB), and
