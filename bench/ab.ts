@@ -11,7 +11,7 @@
  *
  * Setup as in `run.ts` and `profile.ts`: the bench upstream, wrk and this script on core 0; every proxy
  * on core 1, started once (with the flags of `npm start`) and idle while another is loaded. Each round
- * runs every proxy for `--duration` seconds in turn, the order reversed every other round; CPU time is
+ * runs every proxy for `--duration` seconds in turn, the order rotated every round; CPU time is
  * read from `/proc` (user + system, all threads) and divided by the requests wrk completed. Prints each
  * round, each proxy's median, and the medians of the per-round ratios to the first build and to the
  * calibration proxy (`hpm`): on a shared machine, ratios of loads run seconds apart move much less
@@ -95,7 +95,11 @@ async function main() {
   for (const t of targets) await runWrk(loadOf(t), { ...opts, duration: 3 });
   const results: Record<string, number[]> = {};
   for (let r = 0; r < Number(args.rounds); r++) {
-    const order = r % 2 === 0 ? targets : [...targets].reverse();
+    // Each proxy takes each place in the order in turn (rotated every round): a fixed place biases it
+    // (with base, head and hpm reversed every other round, head was always in the middle and measured
+    // 1.049x base in 8 rounds; the same two builds swapped, 1.003x).
+    const shift = r % targets.length;
+    const order = [...targets.slice(shift), ...targets.slice(0, shift)];
     const line: string[] = [];
     for (const t of order) {
       const before = t.p.cpuMicros();
