@@ -90,17 +90,20 @@ async function main(): Promise<void> {
   const samples = new Map<string, Sample[]>(SETTINGS.map((s) => [s, []]));
   const wrk = { connections: 32, cpus: LOAD_CPUS, scratch };
 
+  /** A fresh shim with the setting's flags, idle for 3 s; returns it with its idle RSS (bytes). */
+  const idleShim = async (name: string, setting: string): Promise<{ shim: Measured; idle: number }> => {
+    const shim = await startShim(name, [...v8Flags(setting), 'dist/main.js'], backendUrl, {
+      cpus: SHIM_CPUS,
+      scratch,
+    });
+    processes.push(shim);
+    await sleep(3000);
+    return { shim, idle: shim.rss() };
+  };
+
   for (let round = 0; round < ROUNDS; round++) {
     for (const setting of round % 2 === 0 ? SETTINGS : [...SETTINGS].reverse()) {
-      const shim = await startShim(
-        `shim-${setting}-${round}`,
-        [...v8Flags(setting), 'dist/main.js'],
-        backendUrl,
-        { cpus: SHIM_CPUS, scratch },
-      );
-      processes.push(shim);
-      await sleep(3000);
-      const idle = shim.rss();
+      const { shim, idle } = await idleShim(`shim-${setting}-${round}`, setting);
       shim.resetPeak();
       await download(shim.url, CURRENT, TRANSFER);
       await upload(shim.url, CURRENT, TRANSFER);
@@ -111,15 +114,7 @@ async function main(): Promise<void> {
       const result = await runWrk(load, { ...wrk, duration: DURATION });
       const cpu = (shim.cpuMicros() - before) / result.requests;
       await shim.stop();
-      const listShim = await startShim(
-        `shim-${setting}-${round}-lists`,
-        [...v8Flags(setting), 'dist/main.js'],
-        backendUrl,
-        { cpus: SHIM_CPUS, scratch },
-      );
-      processes.push(listShim);
-      await sleep(3000);
-      const listIdle = listShim.rss();
+      const { shim: listShim, idle: listIdle } = await idleShim(`shim-${setting}-${round}-lists`, setting);
       listShim.resetPeak();
       before = listShim.cpuMicros();
       const lists = await runWrk(
