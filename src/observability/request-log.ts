@@ -146,6 +146,12 @@ export function logPath(target: string): string {
 const MAX_USER_AGENT = 256;
 
 /**
+ * What {@link logSafe} escapes: everything but visible ASCII and space, and `\` too (nginx's
+ * `escape=default` does), else a client's literal `\x9b` would read as an escaped byte.
+ */
+const UNSAFE_IN_LOG = /[^\x20-\x5b\x5d-\x7e]/g;
+
+/**
  * A client's header value as the log holds it: Node reads field values as Latin-1, so bytes 0x80–0x9f
  * arrive as the C1 controls U+0080–U+009F (CSI, NEL, OSC …), which JSON does not escape and a terminal
  * tailing the log may act on. Everything outside visible ASCII and space, and `\` itself, is written
@@ -157,16 +163,14 @@ const MAX_USER_AGENT = 256;
  * @example logSafe('probe\u009b2J') // → 'probe\\x9b2J' (the characters `probe\x9b2J`)
  */
 function logSafe(value: string): string {
-  // `\` too (nginx's `escape=default` does): else a client's literal `\x9b` reads as an escaped byte.
-  return /[^\x20-\x5b\x5d-\x7e]/.test(value)
-    ? value.replace(/[^\x20-\x5b\x5d-\x7e]/g, (c) => {
-        const code = c.charCodeAt(0);
-        // Above 0xff (not from Node's Latin-1 parser, but never ambiguous): \uNNNN.
-        return code > 0xff
-          ? `\\u${code.toString(16).padStart(4, '0')}`
-          : `\\x${code.toString(16).padStart(2, '0')}`;
-      })
-    : value;
+  // One pass: `replace` returns the same string when nothing matches.
+  return value.replace(UNSAFE_IN_LOG, (c) => {
+    const code = c.charCodeAt(0);
+    // Above 0xff (not from Node's Latin-1 parser, but never ambiguous): \uNNNN.
+    return code > 0xff
+      ? `\\u${code.toString(16).padStart(4, '0')}`
+      : `\\x${code.toString(16).padStart(2, '0')}`;
+  });
 }
 
 /**
