@@ -43,6 +43,8 @@ export class FakeTarget extends EventEmitter {
   full = false;
   /** Writes whose callback has not run: the socket still holds their bytes. */
   queued: Queued[] = [];
+  /** The bytes `end` was given, if any (written with the end of the response). */
+  endChunk: string | undefined;
   write(chunk: Buffer, callback?: (err?: Error | null) => void) {
     this.written.push(chunk.toString());
     this.bytes.push(Buffer.from(chunk));
@@ -56,10 +58,25 @@ export class FakeTarget extends EventEmitter {
     expect(write.bytes.toString()).toBe(write.copy);
     write.callback?.(err);
   }
-  end() {
+  /** Ends the response, after `chunk` (recorded as a write); `callback` as Node calls it, on `finish`. */
+  end(chunk?: Buffer, callback?: () => void) {
+    if (chunk !== undefined) {
+      this.endChunk = chunk.toString();
+      this.written.push(chunk.toString());
+      this.bytes.push(Buffer.from(chunk));
+    }
     this.writableEnded = true;
     this.writableFinished = true;
     this.written.push('<end>');
     this.emit('finish');
+    callback?.();
   }
+}
+
+/**
+ * Resolves once the microtasks queued before the call have run: `pumpPatch` writes each output in the
+ * microtask after its chunk's `data` event (response-patch.ts).
+ */
+export async function queuedWrites(): Promise<void> {
+  await Promise.resolve();
 }

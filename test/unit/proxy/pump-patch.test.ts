@@ -5,7 +5,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { PatchOutcome, ResponsePatch } from '../../../src/core/types.ts';
 import { pumpPatch } from '../../../src/proxy/response-patch.ts';
-import { FakeSource, FakeTarget } from '../../helpers/pump-fakes.ts';
+import { FakeSource, FakeTarget, queuedWrites } from '../../helpers/pump-fakes.ts';
 
 /** Upper-cases every chunk; emits `!` at the end. */
 function upperPatch(): ResponsePatch & { destroyed: number } {
@@ -118,6 +118,40 @@ describe('pumpPatch', () => {
     expect(onError).not.toHaveBeenCalled();
   });
 
+  it('writes each output in the microtask after its chunk, without waiting for the next chunk or the end', async () => {
+    const { source, target } = setUp();
+    source.emit('data', Buffer.from('ab'));
+    expect(target.written).toEqual(['<head>']);
+    await queuedWrites();
+    expect(target.written).toEqual(['<head>', 'AB']);
+    source.emit('end');
+    expect(target.queued.map((w) => w.copy)).toEqual(['AB']);
+    expect(target.written).toEqual(['<head>', 'AB', '!', '<end>']);
+    expect(target.endChunk).toBe('!');
+  });
+
+  it('sends the last output with the end of the response when the upstream ends in the same turn: no write of its own for the terminating chunk', () => {
+    const { source, target, patch } = setUpReusing();
+    source.emit('data', Buffer.from('ab'));
+    source.emit('data', Buffer.from('cd'));
+    source.emit('end');
+    // 'AB' went before 'CD' came (another chunk of the same read); 'CD' with the end.
+    expect(target.queued.map((w) => w.copy)).toEqual(['AB']);
+    expect(target.endChunk).toBe('CD');
+    expect(target.written).toEqual(['AB', 'CD', '<end>']);
+    // The buffer ended with goes back to the patch once the response is finished.
+    expect(patch.recycled.map(String)).toEqual(['CD']);
+  });
+
+  it('writes the output before the patch’s own last bytes, then ends with those', () => {
+    const { source, target } = setUp();
+    source.emit('data', Buffer.from('ab'));
+    source.emit('end');
+    expect(target.queued.map((w) => w.copy)).toEqual(['AB']);
+    expect(target.endChunk).toBe('!');
+    expect(target.written).toEqual(['<head>', 'AB', '!', '<end>']);
+  });
+
   // Fix 162: a patch that skipped before changing a byte lets the upstream's own head go.
   it.each<[string, (chunk: Buffer) => Buffer, PatchOutcome, boolean]>([
     ['skipped, the chunk itself', (chunk) => chunk, { kind: 'skipped', reason: 'budget_exhausted' }, true],
@@ -157,10 +191,11 @@ describe('pumpPatch', () => {
     expect(writeHead).toHaveBeenCalledExactlyOnceWith(unpatched);
   });
 
-  it('pauses the upstream while the client buffer is full and resumes on drain', () => {
+  it('pauses the upstream while the client buffer is full and resumes on drain', async () => {
     const { source, target } = setUp();
     target.full = true;
     source.emit('data', Buffer.from('a'));
+    await queuedWrites();
     expect(source.paused).toBe(true);
     target.emit('drain');
     expect(source.paused).toBe(false);
@@ -196,22 +231,25 @@ describe('pumpPatch', () => {
     expect(onError).not.toHaveBeenCalled();
   });
 
-  it('gives the patch its buffer back only once the socket wrote it, so queued bytes never change', () => {
+  it('gives the patch its buffer back only once the socket wrote it, so queued bytes never change', async () => {
     const { source, target, patch } = setUpReusing();
     source.emit('data', Buffer.from('ab'));
     source.emit('data', Buffer.from('cd')); // 'AB' still queued: 'CD' must not go into its memory
+    await queuedWrites();
     expect(patch.recycled).toEqual([]);
     target.flushOne();
     expect(patch.recycled.map(String)).toEqual(['AB']);
     source.emit('data', Buffer.from('ef')); // reuses the memory of 'AB', written already
+    await queuedWrites();
     target.flushOne();
     target.flushOne();
     expect(target.written).toEqual(['AB', 'CD', 'EF']);
   });
 
-  it('does not give back a buffer whose write failed, nor the chunk passed through as it came', () => {
+  it('does not give back a buffer whose write failed, nor the chunk passed through as it came', async () => {
     const { source, target, patch } = setUpReusing();
     source.emit('data', Buffer.from('ab'));
+    await queuedWrites();
     target.flushOne(new Error('EPIPE'));
     expect(patch.recycled).toEqual([]);
 
@@ -231,16 +269,18 @@ describe('pumpPatch', () => {
       onPatchFailure: vi.fn(),
     });
     source2.emit('data', Buffer.from('x'));
+    await queuedWrites();
     target2.flushOne();
     expect(passing.recycle).not.toHaveBeenCalled();
   });
 
-  it('releases a chunk the patch copied at once, and one it passed on only once the socket wrote it', () => {
+  it('releases a chunk the patch copied at once, and one it passed on only once the socket wrote it', async () => {
     const { source, target } = setUp(); // upperPatch: a new buffer per chunk
     const copied = Buffer.allocUnsafeSlow(2);
     copied.write('ab');
     source.emit('data', copied);
     expect((copied.buffer as ArrayBuffer).detached).toBe(true);
+    await queuedWrites();
     expect(target.written).toEqual(['<head>', 'AB']);
 
     const passing: ResponsePatch = {
@@ -263,6 +303,7 @@ describe('pumpPatch', () => {
     failed.write('zz');
     source2.emit('data', passed);
     source2.emit('data', failed);
+    await queuedWrites();
     expect(passed.toString()).toBe('xy'); // queued: intact
     target2.flushOne(); // checks that the chunk still holds its bytes when the socket writes it
     expect((passed.buffer as ArrayBuffer).detached).toBe(true);
