@@ -361,12 +361,17 @@ export function pumpPatch(
     onEnd(patch.outcome);
     if (target.destroyed || target.writableEnded) return;
     if (!target.headersSent) writeHead(false);
-    if (bytes.length > 0) writePending();
-    const last = bytes.length > 0 ? bytes : pending;
+    // The last output goes with the end of the response: the patch's own last bytes, after the pending
+    // output; else the pending output, its callback once the response is finished.
+    if (bytes.length > 0) {
+      writePending();
+      target.end(bytes);
+      return;
+    }
+    const last = pending;
     pending = undefined;
     if (last === undefined) target.end();
-    // The last output with the end of the response; its callback once the response is finished.
-    else target.end(last, last === bytes ? undefined : whenWritten(patch, pendingChunk, last));
+    else target.end(last, whenWritten(patch, pendingChunk, last));
   });
   source.once('error', (err) => {
     patch.destroy();
