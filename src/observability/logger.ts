@@ -83,6 +83,65 @@ export function loggerForLine(logger: Logger): (line: Readonly<Record<string, un
   };
 }
 
+/** A level {@link lineWriter} writes at. */
+export type LineLevel = 'info' | 'error';
+
+/**
+ * For lines a caller builds itself on the hot path (the request log, once per request): writes a line
+ * exactly as `logger[level](line, msg)` would, byte for byte, with one `JSON.stringify` of the line
+ * where pino serializes it member by member (a string per member, `JSON.stringify` for each object
+ * member, then their concatenation). Measured with `bench/ab.ts` on the pass-through (thirty-third
+ * session, bench/RESULTS.md): 0.95× the shim's CPU per request.
+ *
+ * The text is pino's for the options {@link createLogger} sets (no formatters, mixin, nested key or
+ * message prefix; `msg`; `\n`): `{"level":N` and the logger's own timestamp, bindings and stream
+ * (`pino.symbols`), then the line's members and `"msg"`. pino writes the line itself, as `logger` would,
+ * for a logger {@link createLogger} did not make, a stream that wants pino's metadata (a multistream),
+ * a line a redaction path can reach into ({@link loggerForLine}), a member pino has a serializer for
+ * (`err`), and a line `JSON.stringify` refuses (a cycle, a BigInt: pino's safe serializer writes them).
+ * The one difference: a lone surrogate in a string of under 101 characters, which pino writes as it is
+ * (a byte sequence that is not UTF-8 once encoded), is escaped (`\ud800`), as JSON.stringify does (and
+ * pino on Node 25 and later).
+ * @param logger A logger from {@link createLogger}.
+ * @returns `(level, line, msg) => void`: writes `line` (a plain object of JSON data) with message
+ *   `msg` at `level`, if the logger's level lets it through.
+ * @throws Nothing of its own; the returned function throws what the stream's `write` throws, as pino's
+ *   methods do.
+ * @example
+ * lineWriter(logger)('info', { reqId: 1, res: { statusCode: 200 } }, 'request completed');
+ * // → {"level":30,"time":"…","service":"compat-shim","reqId":1,"res":{"statusCode":200},"msg":"request completed"}
+ */
+export function lineWriter(
+  logger: Logger,
+): (level: LineLevel, line: Readonly<Record<string, unknown>>, msg: string) => void {
+  const pick = loggerForLine(logger);
+  const internals = logger as unknown as Record<symbol, unknown>;
+  const stream = internals[pino.symbols.streamSym] as DestinationStream & Record<symbol, unknown>;
+  const writesItself = !redactionOf.has(logger) || stream[pino.symbols.needsMetadataGsym] === true;
+  const time = internals[pino.symbols.timeSym] as () => string;
+  const bindings = internals[pino.symbols.chindingsSym] as string;
+  const serialized = Object.keys(internals[pino.symbols.serializersSym] as object);
+  return (level, line, msg) => {
+    const chosen = pick(line);
+    if (writesItself || chosen === logger || serialized.some((key) => Object.hasOwn(line, key))) {
+      chosen[level](line, msg);
+      return;
+    }
+    if (!chosen.isLevelEnabled(level)) return;
+    let members: string;
+    try {
+      members = JSON.stringify(line);
+    } catch {
+      chosen[level](line, msg);
+      return;
+    }
+    const rest = members.length > 2 ? `,${members.slice(1, -1)}` : '';
+    stream.write(
+      `{"level":${chosen.levels.values[level]}${time()}${bindings}${rest},"msg":${JSON.stringify(msg)}}\n`,
+    );
+  };
+}
+
 /**
  * The first two levels of redaction paths: first segment → `true` (the whole value is censored, or
  * any key below it may be) or the second segments below it. `undefined` when a path starts with a
@@ -134,31 +193,53 @@ export function isoTimePerSecond(now: () => number = Date.now): () => string {
   };
 }
 
-/** Bytes buffered within one event-loop turn before they are written at once (below sonic-boom's 16 KiB `maxWrite`). */
+/** Bytes of lines kept within one event-loop turn before they are written at once. */
 const TURN_BUFFER_BYTES = 8 * 1024;
+
+/** What {@link stdoutPerTurn} uses of a sonic-boom stream in `contentMode: 'buffer'` (its types say strings only). */
+interface ByteDestination {
+  write(bytes: Uint8Array): boolean;
+  flushSync(): void;
+}
 
 /**
  * Standard output, written once per event-loop turn: the lines logged in one turn (under load, the
- * request lines of every response that finished in it, about 14 at 32 connections) go out in one
- * synchronous `write(2)` at the end of the turn (`setImmediate`), so no line waits for a timer or for
- * more traffic. One write per line cost about 6 µs of the shim's CPU per request on the benchmark
- * machine (bench/RESULTS.md). Lines still buffered when the process exits (`process.exit`, an uncaught
- * exception) are written synchronously on `exit`; only a SIGKILL loses them, at most one turn's worth.
+ * request lines of the responses that finished in it) are kept as they come and go out joined, in one
+ * synchronous `write(2)` at the end of the turn (`setImmediate`), or at once when they reach
+ * {@link TURN_BUFFER_BYTES}; no line waits for a timer or for more traffic. One write per line cost
+ * about 6 µs of the shim's CPU per request on the benchmark machine (bench/RESULTS.md).
+ *
+ * The lines are joined here and handed to sonic-boom as bytes (`contentMode: 'buffer'`), not as
+ * strings: for each string it is given, sonic-boom 4 measures the UTF-8 length of the line and of
+ * all the text pending before it (a string it grows with `+=`, flattened again by each measure), then
+ * encodes the pending text twice, to write it and to count what was written. Measured with
+ * `bench/ab.ts` on the pass-through (thirty-third session, bench/RESULTS.md): 0.95× the shim's CPU per
+ * request. Lines still kept when the process exits (`process.exit`, an uncaught exception) are
+ * written synchronously on `exit`; only a SIGKILL loses them, at most one turn's worth.
  */
 function stdoutPerTurn(): DestinationStream {
-  const stdout = pino.destination({ dest: 1, sync: true, minLength: TURN_BUFFER_BYTES });
+  const stdout = pino.destination({
+    dest: 1,
+    sync: true,
+    contentMode: 'buffer',
+  }) as unknown as ByteDestination;
+  let lines: string[] = [];
+  let length = 0;
   let scheduled = false;
   const flush = () => {
-    scheduled = false;
-    stdout.flush();
+    if (lines.length === 0) return;
+    const text = lines.length === 1 ? (lines[0] as string) : lines.join('');
+    lines = [];
+    length = 0;
+    stdout.write(Buffer.from(text));
   };
   process.once('exit', () => {
     try {
-      // `flush` first: in sync mode it writes at once, and a reader gone (EPIPE) is an 'error' on which
+      // The kept lines first, written at once (sync mode): a reader gone (EPIPE) is an 'error' on which
       // pino makes `flushSync` (and `write`) a no-op. sonic-boom's `flushSync` retries every write error
       // but EAGAIN, forever (4.2.1): called first on a broken stdout, it held the exiting process
       // in a loop that only SIGKILL ended (docs/reliability.md fix 73).
-      stdout.flush();
+      flush();
       stdout.flushSync();
     } catch {
       // stdout is gone otherwise (EBADF): nothing left to tell anyone
@@ -166,10 +247,15 @@ function stdoutPerTurn(): DestinationStream {
   });
   return {
     write(line: string) {
-      stdout.write(line);
+      lines.push(line);
+      length += line.length;
+      if (length >= TURN_BUFFER_BYTES) flush();
       if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        setImmediate(() => {
+          scheduled = false;
+          flush();
+        });
       }
     },
   };

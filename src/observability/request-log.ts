@@ -3,13 +3,14 @@
  * plugins added (e.g. what a plugin rewrote), and the request's `X-Request-Id` and trace id when it
  * carries valid ones (correlation.ts). No other header, no cookie and no query is ever serialized, so no
  * credential can reach the log; the logger's redaction is a second line of defence, and it runs for
- * every line a redaction path can reach into (`loggerForLine`: a plugin's log field named `headers` or
- * `cookies`); the request log's own `req` and `res` objects hold no such key.
+ * every line a redaction path can reach into (logger.ts `loggerForLine`: a plugin's log field named
+ * `headers` or `cookies`); the request log's own `req` and `res` objects hold no such key.
  *
- * Written with the process logger itself when the response finishes (or its connection closes first):
- * one `logger.info` call and no per-request child logger. pino-http did the same job for about 50 µs of
- * CPU and 120 MB of extra heap under load per request on the benchmark machine (a child logger per
- * request, wrapped serializers, an `Error` with a stack trace for every 5xx): bench/RESULTS.md.
+ * Written for the process logger when the response finishes (or its connection closes first), by
+ * logger.ts `lineWriter`: the text `logger.info` would write, made with one `JSON.stringify`, and no
+ * per-request child logger. pino-http did the same job for about 50 µs of CPU and 120 MB of extra heap
+ * under load per request on the benchmark machine (a child logger per request, wrapped serializers, an
+ * `Error` with a stack trace for every 5xx): bench/RESULTS.md.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -17,7 +18,7 @@ import type { Logger } from 'pino';
 import { CLIENT_CAUSED_5XX } from '../core/errors.ts';
 import { stateOf } from '../core/exchange.ts';
 import { requestIdOf, traceIdOf } from './correlation.ts';
-import { loggerForLine } from './logger.ts';
+import { type LineLevel, lineWriter } from './logger.ts';
 
 /**
  * Creates the request log: a function to call once per request on its arrival. It numbers the request
@@ -49,7 +50,7 @@ export function createRequestLog(
   onFinish?: () => void,
   onAbort?: () => void,
 ) => void {
-  const pick = loggerForLine(logger);
+  const write = lineWriter(logger);
   let counter = 0;
   return (req, res, arrived, onFinish, onAbort) => {
     const reqId = ++counter;
@@ -58,12 +59,12 @@ export function createRequestLog(
     const finished = () => {
       res.off('close', closed);
       onFinish?.();
-      writeLine(pick, reqId, arrived, remoteAddress, req, res);
+      writeLine(write, reqId, arrived, remoteAddress, req, res);
     };
     const closed = () => {
       res.off('finish', finished);
       onAbort?.();
-      writeLine(pick, reqId, arrived, remoteAddress, req, res);
+      writeLine(write, reqId, arrived, remoteAddress, req, res);
     };
     res.on('finish', finished);
     res.on('close', closed);
@@ -71,7 +72,7 @@ export function createRequestLog(
 }
 
 function writeLine(
-  pick: (line: Record<string, unknown>) => Logger,
+  write: (level: LineLevel, line: Record<string, unknown>, msg: string) => void,
   reqId: number,
   arrived: number,
   remoteAddress: string | undefined,
@@ -105,12 +106,10 @@ function writeLine(
     Object.assign(line, state.exchange.logFields);
   }
   if (!res.writableFinished) line.aborted = true;
-  const logger = pick(line);
   const clientCaused = state?.rejection !== undefined && CLIENT_CAUSED_5XX.has(state.rejection);
   // An abort an upstream failure caused is that failure's line, as its 502 or 504 would have been.
   const upstreamCut = line.aborted === true && line.upstreamError !== undefined;
-  if ((status >= 500 && !clientCaused) || upstreamCut) logger.error(line, 'request completed');
-  else logger.info(line, 'request completed');
+  write((status >= 500 && !clientCaused) || upstreamCut ? 'error' : 'info', line, 'request completed');
 }
 
 /** A `;name=value` path parameter's value (RFC 3986 §3.3), up to the next parameter or segment. */

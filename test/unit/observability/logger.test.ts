@@ -1,7 +1,14 @@
 import { Writable } from 'node:stream';
+import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger, isoTimePerSecond, loggerForLine } from '../../../src/observability/logger.ts';
+import {
+  createLogger,
+  isoTimePerSecond,
+  type LineLevel,
+  lineWriter,
+  loggerForLine,
+} from '../../../src/observability/logger.ts';
 
 function capture(level = 'info', extra: string[] = []) {
   let text = '';
@@ -166,5 +173,103 @@ describe('loggerForLine', () => {
     expect(loggerForLine(foreign)(requestLine())).toBe(foreign);
     const { logger } = capture('info', ['*.password']);
     expect(loggerForLine(logger)(requestLine())).toBe(logger);
+  });
+});
+
+describe('lineWriter', () => {
+  const withoutTime = (text: string) => text.replace(/"time":"[^"]*"/g, '"time":"-"');
+  /** What `write` wrote, next to what `logger[level](line, msg)` wrote for the same line. */
+  function both(
+    level: LineLevel,
+    line: Record<string, unknown>,
+    msg = 'request completed',
+    extra: string[] = [],
+  ) {
+    const ours = capture('info', extra);
+    lineWriter(ours.logger)(level, line, msg);
+    const pinos = capture('info', extra);
+    pinos.logger[level](line, msg);
+    return { ours: withoutTime(ours.text()), pinos: withoutTime(pinos.text()) };
+  }
+
+  it("writes any line of JSON data byte for byte as the logger's own method would", () => {
+    // Strings of whole graphemes: pino writes a lone surrogate as it is (see the next test).
+    const value = fc.jsonValue({ stringUnit: 'grapheme' });
+    fc.assert(
+      fc.property(
+        fc.constantFrom<LineLevel>('info', 'error'),
+        fc.dictionary(fc.string({ unit: 'grapheme' }), value),
+        fc.string({ unit: 'grapheme' }),
+        (level, line, msg) => {
+          const { ours, pinos } = both(level, line, msg);
+          expect(ours).toBe(pinos);
+        },
+      ),
+    );
+    const request = {
+      reqId: 7,
+      req: { method: 'GET', path: '/missions/1' },
+      res: { statusCode: 502 },
+      responseTime: 3,
+      remoteAddress: '127.0.0.1',
+      clientVersion: undefined,
+      route: 'GET /missions/:id',
+      userAgent: 'curl/8 "quoted" \\ \u0007',
+      aliases: ['tags'],
+      aborted: true,
+    };
+    const { ours, pinos } = both('error', request);
+    expect(ours).toBe(pinos);
+    expect(ours).toContain('"level":50,"time":"-","service":"compat-shim","reqId":7,"req":{"method":"GET"');
+    expect(both('info', {}).ours).toBe(both('info', {}).pinos);
+  });
+
+  it('escapes a lone surrogate that pino writes as it is, so the line stays UTF-8 JSON', () => {
+    const { ours } = both('info', { userAgent: 'a\ud800b' });
+    expect(ours).toContain('"userAgent":"a\\ud800b"');
+    expect(JSON.parse(ours)).toMatchObject({ userAgent: 'a\ud800b' });
+  });
+
+  it('lets pino write a line only it can: a redaction path reaches it, a serializer applies, a cycle, a BigInt', () => {
+    const cycle: Record<string, unknown> = { a: 1 };
+    cycle.self = cycle;
+    const lines: Array<Record<string, unknown>> = [
+      { headers: { cookie: 'authtoken=secret-1' } },
+      { req: { headers: { 'x-service-key': 'secret-2' } } },
+      { err: new Error('upstream reset') },
+      { cycle },
+      { big: 2n ** 64n },
+    ];
+    for (const line of lines) {
+      const { ours, pinos } = both('info', line, 'request completed', ['req.headers["x-service-key"]']);
+      expect(ours).toBe(pinos);
+      expect(ours).not.toContain('secret-');
+    }
+    expect(both('info', { err: new Error('upstream reset') }).ours).toContain(
+      '"stack":"Error: upstream reset',
+    );
+    expect(both('info', { cycle }).ours).toContain('"self":"[Circular]"');
+    expect(both('info', { big: 2n ** 64n }).ours).toContain('"big":18446744073709551616');
+  });
+
+  it("honours the logger's level, and writes through a logger that createLogger did not make", () => {
+    const quiet = capture('warn');
+    const write = lineWriter(quiet.logger);
+    write('info', { reqId: 1 }, 'request completed');
+    expect(quiet.text()).toBe('');
+    write('error', { reqId: 2 }, 'request completed');
+    expect(quiet.lines()).toMatchObject([{ level: 50, reqId: 2, msg: 'request completed' }]);
+
+    let text = '';
+    const foreign = pino(
+      { base: { app: 'x' }, messageKey: 'message' },
+      {
+        write: (s: string) => {
+          text += s;
+        },
+      },
+    );
+    lineWriter(foreign)('info', { reqId: 3 }, 'request completed');
+    expect(JSON.parse(text)).toMatchObject({ app: 'x', reqId: 3, message: 'request completed' });
   });
 });
