@@ -105,7 +105,7 @@ export function stateOf(res: ServerResponse): ExchangeState | undefined {
 export const ANSWERED_BY_SERVER = 'shim:answered-by-server';
 
 /** The responses the HTTP server answered itself (see {@link ANSWERED_BY_SERVER}). */
-const answeredByServer = new WeakSet<ServerResponse>();
+const answeredByServer = new WeakSet<object>();
 
 /**
  * Records that the HTTP server answered `res`'s request itself with `statusCode` (for the request's
@@ -123,10 +123,10 @@ export function markAnsweredByServer(res: ServerResponse, statusCode: number): v
 /**
  * Whether the HTTP server answered `res`'s request itself ({@link markAnsweredByServer}): nothing may
  * be written to `res` any more.
- * @param res A response of the pipeline.
+ * @param res A response of the pipeline (any other object: `false`).
  * @returns `true` once marked.
  * @throws Nothing.
  */
-export function isAnsweredByServer(res: ServerResponse): boolean {
+export function isAnsweredByServer(res: object): boolean {
   return answeredByServer.has(res);
 }

@@ -91,7 +91,7 @@ export type LineLevel = 'info' | 'error';
  * exactly as `logger[level](line, msg)` would, byte for byte, with one `JSON.stringify` of the line
  * where pino serializes it member by member (a string per member, `JSON.stringify` for each object
  * member, then their concatenation). Measured with `bench/ab.ts` on the pass-through (thirty-third
- * session, bench/RESULTS.md): 0.95× the shim's CPU per request.
+ * session, bench/RESULTS.md): 0.94–0.95× the shim's CPU per request.
  *
  * The text is pino's for the options {@link createLogger} sets (no formatters, mixin, nested key or
  * message prefix; `msg`; `\n`): `{"level":N` and the logger's own timestamp, bindings and stream
@@ -193,7 +193,7 @@ export function isoTimePerSecond(now: () => number = Date.now): () => string {
   };
 }
 
-/** Bytes of lines kept within one event-loop turn before they are written at once. */
+/** Characters of lines (about their bytes: they are mostly ASCII) kept within one event-loop turn before they are written at once. */
 const TURN_BUFFER_BYTES = 8 * 1024;
 
 /** What {@link stdoutPerTurn} uses of a sonic-boom stream in `contentMode: 'buffer'` (its types say strings only). */

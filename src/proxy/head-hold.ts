@@ -9,7 +9,7 @@
  * on the response has started, and a failure aborts it as for any started response (SPEC §6).
  */
 
-import { ANSWERED_BY_SERVER } from '../core/exchange.ts';
+import { ANSWERED_BY_SERVER, isAnsweredByServer } from '../core/exchange.ts';
 import { type Deadline, startDeadline } from './own-pause.ts';
 
 /**
@@ -38,6 +38,11 @@ export interface HeldResponse {
 export interface HoldTimers {
   set(callback: () => void, ms: number): unknown;
   clear(handle: unknown): void;
+  /**
+   * Runs `callback` once the code running now is done, with the `process.nextTick` callbacks it
+   * queued (`queueMicrotask`: Node drains its nextTick queue before the microtasks).
+   */
+  defer(callback: () => void): void;
 }
 
 /**
@@ -49,6 +54,7 @@ export interface HoldTimers {
 const DEADLINES: HoldTimers = {
   set: (callback, ms) => startDeadline(callback, ms),
   clear: (handle) => (handle as Deadline).clear(),
+  defer: queueMicrotask,
 };
 
 /** A response head waiting for its body ({@link holdHead}). */
@@ -68,13 +74,19 @@ export interface HeadHold {
  * was answered, ended or destroyed meanwhile (a 502, the client gone).
  *
  * Only for a response that may have a body (not a HEAD's, a 204's or a 304's, whose heads go out at
- * once). The hold also ends when the response closes first (a 502, the client gone), so that it keeps
- * nothing alive. The deadline reads pending I/O before it acts (own-pause.ts `startDeadline`).
+ * once). The hold is armed once the code running now is done, with the nextTick callbacks it queued
+ * (`timers.defer`): the upstream's head and the first bytes of its body mostly come in one read, and
+ * Node hands those bytes to the body's `data` listener in a nextTick callback, so such a response has
+ * started by then and no timer is set for it. A `setTimeout` and `clearTimeout` per response, with the
+ * two listeners below, cost ~6 % of the shim's CPU per pass-through request, together with the tail's
+ * write watch (upstream-attempt.ts; bench/RESULTS.md, "Thirty-third session"). Once armed, the hold
+ * also ends when the response closes first (a 502, the client gone), so that it keeps nothing alive.
+ * The deadline reads pending I/O before it acts (own-pause.ts `startDeadline`).
  * @param res The client's response.
  * @param writeHead Writes the head (`res.writeHead` with this response's head); called at most once,
  *   by `start` or by the timer.
- * @param holdMs The longest wait, in ms ({@link HEAD_HOLD_MS}).
- * @param timers The clock (Node's timers unless a test gives its own).
+ * @param holdMs The longest wait, in ms ({@link HEAD_HOLD_MS}), from the end of the code running now.
+ * @param timers The clock (Node's timers and microtasks unless a test gives its own).
  * @returns The hold: `start` for the body's first byte, `cancel`.
  * @throws Nothing of its own; `writeHead`'s errors are the caller's (relay-response.ts catches them).
  */
@@ -84,21 +96,27 @@ export function holdHead(
   holdMs: number,
   timers: HoldTimers = DEADLINES,
 ): HeadHold {
-  let timer: unknown = timers.set(() => {
-    timer = undefined;
-    if (res.headersSent || res.writableEnded || res.destroyed) return;
-    writeHead();
-    if (res.headersSent && !res.destroyed) res.flushHeaders();
-  }, holdMs);
+  let ended = false;
+  let timer: unknown;
   const cancel = () => {
+    ended = true;
     if (timer === undefined) return;
     timers.clear(timer);
     timer = undefined;
   };
-  // A response that ends without its body starting (a 502, the client gone) ends the hold: its timer
-  // would otherwise keep the exchange (response, upstream response, headers) until it ran.
-  res.once('close', cancel);
-  res.once(ANSWERED_BY_SERVER, cancel);
+  timers.defer(() => {
+    if (ended || res.headersSent || res.writableEnded || res.destroyed || isAnsweredByServer(res)) return;
+    timer = timers.set(() => {
+      timer = undefined;
+      if (res.headersSent || res.writableEnded || res.destroyed) return;
+      writeHead();
+      if (res.headersSent && !res.destroyed) res.flushHeaders();
+    }, holdMs);
+    // A response that ends without its body starting (a 502, the client gone) ends the hold: its timer
+    // would otherwise keep the exchange (response, upstream response, headers) until it ran.
+    res.once('close', cancel);
+    res.once(ANSWERED_BY_SERVER, cancel);
+  });
   return {
     start: () => {
       cancel();

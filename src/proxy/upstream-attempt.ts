@@ -408,9 +408,13 @@ export function createUpstreamAttempt(
         // to take can precede), and with it goes the idle timer that cut a client that stopped reading
         // (fix 62). A tail the client's socket cannot send (the client vanished, or stopped reading: a
         // slow-read attack) would otherwise hold the connection and its buffers until the kernel gives
-        // up (15 min), or for ever while a live client keeps its window shut (fix 86).
+        // up (15 min), or for ever while a live client keeps its window shut (fix 86). Looked at once
+        // the code running now is done, with its nextTick callbacks (a microtask): a response whose
+        // last bytes the kernel took at once has finished by then (Node writes them, and emits
+        // `finish`, from nextTick callbacks), and needs no watch, nor its interval (head-hold.ts
+        // `holdHead` says what the two timers cost).
         let watching = false;
-        const watchTail = () => {
+        const lookAtTail = () => {
           if (watching || res.writableFinished || res.destroyed) return;
           watching = true;
           const stop = watchStuckWrites(
@@ -425,6 +429,7 @@ export function createUpstreamAttempt(
           res.on('finish', stop);
           res.on('close', stop);
         };
+        const watchTail = () => queueMicrotask(lookAtTail);
         upstreamRes.on('end', watchTail);
         upstreamReq.on('close', watchTail);
         // A rewritten body too: `end(body)` queues all of it, and an upstream that answers early and

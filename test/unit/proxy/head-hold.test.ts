@@ -1,19 +1,28 @@
 /**
  * src/proxy/head-hold.ts: the head waits for its body at most the hold, then goes alone; written once
- * whichever comes first. Pure: a hand-driven clock, a fake response.
+ * whichever comes first; no timer at all for a body that starts before the code running now is done.
+ * Pure: a hand-driven clock, a fake response.
  */
+import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { markAnsweredByServer } from '../../../src/core/exchange.ts';
 import { type HeldResponse, type HoldTimers, holdHead } from '../../../src/proxy/head-hold.ts';
 
-/** A clock the test fires by hand: `fire()` runs the pending callback, as its timer would. */
+/**
+ * A clock the test drives by hand: `endOfCode()` runs what was deferred (as the microtask after the
+ * code running now would), `fire()` the pending timer's callback.
+ */
 function manualTimers() {
   let pending: (() => void) | undefined;
+  let deferred: Array<() => void> = [];
   let delay: number | undefined;
+  let set = 0;
   let cleared = 0;
   const timers: HoldTimers = {
     set(callback, ms) {
       pending = callback;
       delay = ms;
+      set++;
       return 'handle';
     },
     clear(handle) {
@@ -21,12 +30,21 @@ function manualTimers() {
       pending = undefined;
       cleared++;
     },
+    defer(callback) {
+      deferred.push(callback);
+    },
   };
   return {
     timers,
     delay: () => delay,
+    set: () => set,
     cleared: () => cleared,
     armed: () => pending !== undefined,
+    endOfCode() {
+      const callbacks = deferred;
+      deferred = [];
+      for (const callback of callbacks) callback();
+    },
     fire() {
       const callback = pending;
       pending = undefined;
@@ -43,12 +61,16 @@ function fakeResponse(state: Partial<HeldResponse> = {}) {
     writableEnded: false,
     flushed: 0,
     written: 0,
+    statusCode: 200,
     onClose: [] as Array<() => void>,
     flushHeaders() {
       this.flushed++;
     },
-    once(_event: 'close', listener: () => void) {
+    once(_event: string, listener: () => void) {
       this.onClose.push(listener);
+    },
+    emit() {
+      return true;
     },
     close() {
       for (const listener of this.onClose.splice(0)) listener();
@@ -63,19 +85,35 @@ function fakeResponse(state: Partial<HeldResponse> = {}) {
 }
 
 describe('holdHead', () => {
-  it('arms the hold for the given ms', () => {
+  it('arms the hold for the given ms once the code running now is done', () => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     holdHead(res, writeHead, 250, clock.timers);
+    expect(clock.armed()).toBe(false);
+    clock.endOfCode();
     expect(clock.delay()).toBe(250);
     expect(clock.armed()).toBe(true);
     expect(res.written).toBe(0);
   });
 
-  it('the body first: start writes the head once and ends the hold; nothing is flushed', () => {
+  it('a body that starts before then: the head is written once, and no timer is ever set', () => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     const hold = holdHead(res, writeHead, 250, clock.timers);
+    hold.start();
+    clock.endOfCode();
+    hold.start();
+    expect(res.written).toBe(1);
+    expect(clock.set()).toBe(0);
+    expect(res.onClose).toHaveLength(0);
+    expect(res.flushed).toBe(0);
+  });
+
+  it('the body first, after the hold was armed: start writes the head once and ends the hold; nothing is flushed', () => {
+    const clock = manualTimers();
+    const { res, writeHead } = fakeResponse();
+    const hold = holdHead(res, writeHead, 250, clock.timers);
+    clock.endOfCode();
     hold.start();
     hold.start();
     expect(res.written).toBe(1);
@@ -88,6 +126,7 @@ describe('holdHead', () => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     const hold = holdHead(res, writeHead, 250, clock.timers);
+    clock.endOfCode();
     clock.fire();
     expect(res.written).toBe(1);
     expect(res.flushed).toBe(1);
@@ -102,11 +141,37 @@ describe('holdHead', () => {
     ['destroyed meanwhile (the client went away)', { destroyed: true }],
   ])('the hold ends on a response %s: nothing written, nothing flushed', (_what, state) => {
     const clock = manualTimers();
-    const { res, writeHead } = fakeResponse(state);
+    const { res, writeHead } = fakeResponse();
     holdHead(res, writeHead, 250, clock.timers);
+    clock.endOfCode();
+    Object.assign(res, state);
     clock.fire();
     expect(res.written).toBe(0);
     expect(res.flushed).toBe(0);
+  });
+
+  it.each([
+    ['answered (a 502)', { headersSent: true }],
+    ['ended', { writableEnded: true }],
+    ['destroyed (the client went away)', { destroyed: true }],
+  ])('a response %s before the code running now is done sets no timer', (_what, state) => {
+    const clock = manualTimers();
+    const { res, writeHead } = fakeResponse();
+    holdHead(res, writeHead, 250, clock.timers);
+    Object.assign(res, state);
+    clock.endOfCode();
+    expect(clock.set()).toBe(0);
+    expect(res.written).toBe(0);
+  });
+
+  it('a request the HTTP server answered itself before the hold is armed sets no timer', () => {
+    const clock = manualTimers();
+    const { res, writeHead } = fakeResponse();
+    holdHead(res, writeHead, 250, clock.timers);
+    markAnsweredByServer(res as unknown as ServerResponse, 400);
+    clock.endOfCode();
+    expect(clock.set()).toBe(0);
+    expect(res.written).toBe(0);
   });
 
   it('a head that writeHead refused (the response destroyed by it) is not flushed', () => {
@@ -120,6 +185,7 @@ describe('holdHead', () => {
       250,
       clock.timers,
     );
+    clock.endOfCode();
     clock.fire();
     expect(res.flushed).toBe(0);
   });
@@ -128,6 +194,7 @@ describe('holdHead', () => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     holdHead(res, writeHead, 250, clock.timers);
+    clock.endOfCode();
     res.close();
     expect(clock.armed()).toBe(false);
     expect(clock.cleared()).toBe(1);
@@ -138,6 +205,7 @@ describe('holdHead', () => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     const hold = holdHead(res, writeHead, 250, clock.timers);
+    clock.endOfCode();
     hold.cancel();
     expect(clock.armed()).toBe(false);
     expect(res.written).toBe(0);
@@ -145,5 +213,15 @@ describe('holdHead', () => {
     expect(clock.cleared()).toBe(1);
     hold.start();
     expect(res.written).toBe(1);
+  });
+
+  it('cancel before the hold is armed: no timer is set', () => {
+    const clock = manualTimers();
+    const { res, writeHead } = fakeResponse();
+    const hold = holdHead(res, writeHead, 250, clock.timers);
+    hold.cancel();
+    clock.endOfCode();
+    expect(clock.set()).toBe(0);
+    expect(res.written).toBe(0);
   });
 });
