@@ -78,7 +78,7 @@ export interface HeadHold {
  * (`timers.defer`): the upstream's head and the first bytes of its body mostly come in one read, and
  * Node hands those bytes to the body's `data` listener in a nextTick callback, so such a response has
  * started by then and no timer is set for it. A `setTimeout` and `clearTimeout` per response, with the
- * two listeners below, cost ~6 % of the shim's CPU per pass-through request, together with the tail's
+ * two listeners below, cost 6–8 % of the shim's CPU per pass-through request, together with the tail's
  * write watch (upstream-attempt.ts; bench/RESULTS.md, "Thirty-third session"). Once armed, the hold
  * also ends when the response closes first (a 502, the client gone), so that it keeps nothing alive.
  * The deadline reads pending I/O before it acts (own-pause.ts `startDeadline`).
