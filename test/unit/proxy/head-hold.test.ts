@@ -96,28 +96,21 @@ describe('holdHead', () => {
     expect(res.written).toBe(0);
   });
 
-  it('a body that starts before then: the head is written once, and no timer is ever set', () => {
+  it.each([
+    ['before the hold is armed: no timer nor listener is ever set', false],
+    ['after the hold was armed: start ends it', true],
+  ])('the body first, %s; the head is written once, nothing is flushed', (_when, armedFirst) => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     const hold = holdHead(res, writeHead, 250, clock.timers);
+    if (armedFirst) clock.endOfCode();
     hold.start();
     clock.endOfCode();
     hold.start();
     expect(res.written).toBe(1);
-    expect(clock.set()).toBe(0);
-    expect(res.onClose).toHaveLength(0);
-    expect(res.flushed).toBe(0);
-  });
-
-  it('the body first, after the hold was armed: start writes the head once and ends the hold; nothing is flushed', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    const hold = holdHead(res, writeHead, 250, clock.timers);
-    clock.endOfCode();
-    hold.start();
-    hold.start();
-    expect(res.written).toBe(1);
-    expect(clock.cleared()).toBe(1);
+    expect(clock.set()).toBe(armedFirst ? 1 : 0);
+    expect(clock.cleared()).toBe(armedFirst ? 1 : 0);
+    expect(res.onClose).toHaveLength(armedFirst ? 2 : 0);
     expect(clock.armed()).toBe(false);
     expect(res.flushed).toBe(0);
   });
@@ -135,33 +128,28 @@ describe('holdHead', () => {
     expect(clock.cleared()).toBe(0);
   });
 
-  it.each([
-    ['answered meanwhile (a 502)', { headersSent: true }],
-    ['ended meanwhile', { writableEnded: true }],
-    ['destroyed meanwhile (the client went away)', { destroyed: true }],
-  ])('the hold ends on a response %s: nothing written, nothing flushed', (_what, state) => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    holdHead(res, writeHead, 250, clock.timers);
-    clock.endOfCode();
-    Object.assign(res, state);
-    clock.fire();
-    expect(res.written).toBe(0);
-    expect(res.flushed).toBe(0);
-  });
-
-  it.each([
+  /** Responses the hold must leave alone: answered otherwise, ended, or gone. */
+  const settled = [
     ['answered (a 502)', { headersSent: true }],
     ['ended', { writableEnded: true }],
     ['destroyed (the client went away)', { destroyed: true }],
-  ])('a response %s before the code running now is done sets no timer', (_what, state) => {
+  ] as const;
+  it.each(
+    settled.flatMap(([what, state]) => [
+      [what, 'after', state],
+      [what, 'before', state],
+    ]),
+  )('a response %s %s the hold is armed: nothing written, nothing flushed', (_what, when, state) => {
     const clock = manualTimers();
     const { res, writeHead } = fakeResponse();
     holdHead(res, writeHead, 250, clock.timers);
+    if (when === 'after') clock.endOfCode();
     Object.assign(res, state);
     clock.endOfCode();
-    expect(clock.set()).toBe(0);
+    clock.fire();
+    expect(clock.set()).toBe(when === 'after' ? 1 : 0);
     expect(res.written).toBe(0);
+    expect(res.flushed).toBe(0);
   });
 
   it('a request the HTTP server answered itself before the hold is armed sets no timer', () => {
