@@ -117,13 +117,14 @@ export function lineWriter(
   const pick = loggerForLine(logger);
   const internals = logger as unknown as Record<symbol, unknown>;
   const stream = internals[pino.symbols.streamSym] as DestinationStream & Record<symbol, unknown>;
-  const writesItself = !redactionOf.has(logger) || stream[pino.symbols.needsMetadataGsym] === true;
+  // A logger createLogger did not make is `pick`'s every time (loggerForLine), so pino writes for it.
+  const wantsMetadata = stream[pino.symbols.needsMetadataGsym] === true;
   const time = internals[pino.symbols.timeSym] as () => string;
   const bindings = internals[pino.symbols.chindingsSym] as string;
   const serialized = Object.keys(internals[pino.symbols.serializersSym] as object);
   return (level, line, msg) => {
     const chosen = pick(line);
-    if (writesItself || chosen === logger || serialized.some((key) => Object.hasOwn(line, key))) {
+    if (wantsMetadata || chosen === logger || serialized.some((key) => Object.hasOwn(line, key))) {
       chosen[level](line, msg);
       return;
     }
@@ -194,7 +195,7 @@ export function isoTimePerSecond(now: () => number = Date.now): () => string {
 }
 
 /** Characters of lines (about their bytes: they are mostly ASCII) kept within one event-loop turn before they are written at once. */
-const TURN_BUFFER_BYTES = 8 * 1024;
+const TURN_BUFFER_LENGTH = 8 * 1024;
 
 /** What {@link stdoutPerTurn} uses of a sonic-boom stream in `contentMode: 'buffer'` (its types say strings only). */
 interface ByteDestination {
@@ -206,7 +207,7 @@ interface ByteDestination {
  * Standard output, written once per event-loop turn: the lines logged in one turn (under load, the
  * request lines of the responses that finished in it) are kept as they come and go out joined, in one
  * synchronous `write(2)` at the end of the turn (`setImmediate`), or at once when they reach
- * {@link TURN_BUFFER_BYTES}; no line waits for a timer or for more traffic. One write per line cost
+ * {@link TURN_BUFFER_LENGTH}; no line waits for a timer or for more traffic. One write per line cost
  * about 6 µs of the shim's CPU per request on the benchmark machine (bench/RESULTS.md).
  *
  * The lines are joined here and handed to sonic-boom as bytes (`contentMode: 'buffer'`), not as
@@ -228,10 +229,14 @@ function stdoutPerTurn(): DestinationStream {
   let scheduled = false;
   const flush = () => {
     if (lines.length === 0) return;
-    const text = lines.length === 1 ? (lines[0] as string) : lines.join('');
+    const text = lines.join('');
     lines = [];
     length = 0;
     stdout.write(Buffer.from(text));
+  };
+  const flushAtEndOfTurn = () => {
+    scheduled = false;
+    flush();
   };
   process.once('exit', () => {
     try {
@@ -249,13 +254,10 @@ function stdoutPerTurn(): DestinationStream {
     write(line: string) {
       lines.push(line);
       length += line.length;
-      if (length >= TURN_BUFFER_BYTES) flush();
+      if (length >= TURN_BUFFER_LENGTH) flush();
       if (!scheduled) {
         scheduled = true;
-        setImmediate(() => {
-          scheduled = false;
-          flush();
-        });
+        setImmediate(flushAtEndOfTurn);
       }
     },
   };

@@ -46,7 +46,7 @@ describe('request log on standard output', () => {
     await once(upstream, 'listening');
     shim = await spawnShim({ UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` });
     const running = shim;
-    const count = 400; // ~130 KB of lines: several writes of TURN_BUFFER_BYTES within a turn
+    const count = 400; // ~130 KB of lines: several writes of TURN_BUFFER_LENGTH within a turn
     const paths = Array.from({ length: count }, (_, i) => `/missions/m-${i}?secret=q-${i}`);
     const statuses = await Promise.all(paths.map((path) => get(running.url, path)));
     expect(statuses.every((s) => s === 200)).toBe(true);

@@ -84,11 +84,17 @@ function fakeResponse(state: Partial<HeldResponse> = {}) {
   return { res, writeHead };
 }
 
+/** A hold of 250 ms on a fake response, on a hand-driven clock: everything a test looks at. */
+function held() {
+  const clock = manualTimers();
+  const { res, writeHead } = fakeResponse();
+  const hold = holdHead(res, writeHead, 250, clock.timers);
+  return { clock, res, hold };
+}
+
 describe('holdHead', () => {
   it('arms the hold for the given ms once the code running now is done', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res } = held();
     expect(clock.armed()).toBe(false);
     clock.endOfCode();
     expect(clock.delay()).toBe(250);
@@ -100,9 +106,7 @@ describe('holdHead', () => {
     ['before the hold is armed: no timer nor listener is ever set', false],
     ['after the hold was armed: start ends it', true],
   ])('the body first, %s; the head is written once, nothing is flushed', (_when, armedFirst) => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    const hold = holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res, hold } = held();
     if (armedFirst) clock.endOfCode();
     hold.start();
     clock.endOfCode();
@@ -116,9 +120,7 @@ describe('holdHead', () => {
   });
 
   it('the hold first: the head is written and sent alone; start later writes nothing more', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    const hold = holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res, hold } = held();
     clock.endOfCode();
     clock.fire();
     expect(res.written).toBe(1);
@@ -140,9 +142,7 @@ describe('holdHead', () => {
       [what, 'before', state],
     ]),
   )('a response %s %s the hold is armed: nothing written, nothing flushed', (_what, when, state) => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res } = held();
     if (when === 'after') clock.endOfCode();
     Object.assign(res, state);
     clock.endOfCode();
@@ -153,9 +153,7 @@ describe('holdHead', () => {
   });
 
   it('a request the HTTP server answered itself before the hold is armed sets no timer', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res } = held();
     markAnsweredByServer(res as unknown as ServerResponse, 400);
     clock.endOfCode();
     expect(clock.set()).toBe(0);
@@ -179,9 +177,7 @@ describe('holdHead', () => {
   });
 
   it('the response closing first (a 502, the client gone) ends the hold: nothing keeps the exchange', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res } = held();
     clock.endOfCode();
     res.close();
     expect(clock.armed()).toBe(false);
@@ -190,9 +186,7 @@ describe('holdHead', () => {
   });
 
   it('cancel ends the hold without writing; start then still writes the head', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    const hold = holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res, hold } = held();
     clock.endOfCode();
     hold.cancel();
     expect(clock.armed()).toBe(false);
@@ -204,9 +198,7 @@ describe('holdHead', () => {
   });
 
   it('cancel before the hold is armed: no timer is set', () => {
-    const clock = manualTimers();
-    const { res, writeHead } = fakeResponse();
-    const hold = holdHead(res, writeHead, 250, clock.timers);
+    const { clock, res, hold } = held();
     hold.cancel();
     clock.endOfCode();
     expect(clock.set()).toBe(0);
