@@ -72,10 +72,10 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 STOPSIGNAL SIGTERM
 # Exec form, no shell and no entrypoint script in between: node is PID 1 and receives the signals.
 # UPSTREAM_URL is required (the shim fails closed without it). The V8 flags are those of `npm start`
-# (docs/operations.md "Memory flags"): --max-semi-space-size=4 caps the young generation at 2 x 4 MiB;
+# (docs/operations.md "Memory flags"): --max-semi-space-size=2 caps the young generation at 2 x 2 MiB;
 # --scavenger-max-new-space-capacity-mb=4 makes V8 scavenge once 16 MiB of socket-read buffers held by
 # young objects pile up, instead of letting 64 MiB accumulate for a full collection; --max-old-space-size=256
 # bounds the JavaScript heap at what Node itself picks in the manifests' 512 MiB container, on any host.
 # Idle RSS is the same.
-ENTRYPOINT ["node", "--max-semi-space-size=4", "--scavenger-max-new-space-capacity-mb=4", "--max-old-space-size=256", "dist/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "--scavenger-max-new-space-capacity-mb=4", "--max-old-space-size=256", "dist/main.js"]
 CMD []

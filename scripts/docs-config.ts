@@ -78,7 +78,7 @@ export function renderConfigurationDoc(plugins: readonly PluginDefinition[]): st
     '```sh',
     'npm run build',
     'UPSTREAM_URL=http://127.0.0.1:3000 ADMIN_PORT=9090 LOG_LEVEL=info \\',
-    '  node --max-semi-space-size=4 --scavenger-max-new-space-capacity-mb=4 --max-old-space-size=256 dist/main.js',
+    '  node --max-semi-space-size=2 --scavenger-max-new-space-capacity-mb=4 --max-old-space-size=256 dist/main.js',
     '```',
     '',
   );

@@ -73,7 +73,7 @@ describe('Dockerfile', () => {
     expect(final('USER')).toEqual(['USER 1000:1000']);
     // The V8 flags of npm start: docs/operations.md "Memory flags", docs/reliability.md "Memory while streaming".
     expect(final('ENTRYPOINT')).toEqual([
-      'ENTRYPOINT ["node", "--max-semi-space-size=4", "--scavenger-max-new-space-capacity-mb=4", "--max-old-space-size=256", "dist/main.js"]',
+      'ENTRYPOINT ["node", "--max-semi-space-size=2", "--scavenger-max-new-space-capacity-mb=4", "--max-old-space-size=256", "dist/main.js"]',
     ]);
     expect(instructions.join('\n')).not.toContain('--expose-gc');
     expect(instructions.join('\n')).not.toContain('--demo');

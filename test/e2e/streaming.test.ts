@@ -118,7 +118,7 @@ describe('streaming through a shim process', () => {
 
   it('runs the shim with the V8 flags of npm start', () => {
     expect(STREAMING_FLAGS).toEqual([
-      '--max-semi-space-size=4',
+      '--max-semi-space-size=2',
       '--scavenger-max-new-space-capacity-mb=4',
       '--max-old-space-size=256',
     ]);
